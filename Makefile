@@ -1,0 +1,84 @@
+# Attention, Step by Step: the one entry point.
+#   make book     build the book into _build/html (installs what it needs)
+#   make test     the whole suite, as CI runs it
+#   make release  student notebooks for every chapter (nbgrader), in _course/release
+# Run `make help` for the rest.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+STAGE := _build/stage
+JB_FLAGS := -W --keep-going
+export PYTHONPATH := $(CURDIR)
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: help install book book-strict test unit nbval lint format export check-export outputs release clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+# ---------------------------------------------------------------- installing
+$(VENV)/.installed: requirements.lock pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+_vendor/mathjax/tex-chtml.js: node_modules/.installed
+	rm -rf _vendor/mathjax
+	mkdir -p _vendor
+	cp -r node_modules/mathjax/es5 _vendor/mathjax
+	@touch $@
+
+install: $(VENV)/.installed _vendor/mathjax/tex-chtml.js  ## create .venv from requirements.lock, MathJax from package-lock.json
+
+# ---------------------------------------------------------------- the book
+book: install  ## build the reader edition into _build/html (strict, cached execution)
+	$(PY) -m autograder stage-book $(STAGE)
+	$(BIN)/jupyter-book build $(STAGE) --path-output . $(JB_FLAGS)
+	@echo "The book is in _build/html/index.html"
+
+# ---------------------------------------------------------------- checks
+lint: install  ## ruff: lint and formatting, code and notebooks
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install  ## apply ruff's formatting
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+export: install  ## regenerate solutions/ from the #@save cells of the notebooks
+	$(PY) -m autograder export
+
+check-export: install  ## fail if solutions/ has drifted from the notebooks
+	$(PY) -m autograder export --check
+
+outputs: install  ## re-execute the chapter notebooks in place (committed outputs)
+	$(PY) -m autograder execute
+
+unit: install  ## pytest: solutions against the checks, wrong implementations, tooling
+	$(BIN)/pytest -m "not slow"
+
+nbval: install  ## nbval: the chapter notebooks run and reproduce their outputs
+	MPLBACKEND=module://matplotlib_inline.backend_inline \
+	  $(BIN)/pytest --nbval --nbval-current-env -p no:cacheprovider book/*.ipynb
+
+test: install  ## everything CI runs: lint, drift, unit, nbval, nbgrader end to end, strict book build
+	$(MAKE) --no-print-directory lint check-export
+	$(BIN)/pytest
+	$(MAKE) --no-print-directory nbval book
+
+# ---------------------------------------------------------------- instructors
+release: install  ## nbgrader student notebooks for every chapter, in _course/release/
+	$(PY) -m autograder release
+
+clean:  ## remove everything generated (keeps .venv and node_modules)
+	rm -rf _build _course _vendor .pytest_cache

@@ -1,0 +1,51 @@
+"""Re-execute the chapter notebooks in place, so that their committed outputs are current.
+
+``make outputs`` runs this; nbval (in ``make test``) then proves that a fresh
+run reproduces the committed outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from autograder import notebooks as nbs
+
+KEEP_CELL_METADATA = ("tags", "nbgrader")
+NOTEBOOK_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {"name": "python"},
+}
+
+
+def normalize(nb: nbformat.NotebookNode) -> None:
+    """Drop metadata the book does not need, so that re-running changes nothing else."""
+    nb.metadata = nbformat.from_dict(NOTEBOOK_METADATA)
+    for cell in nb.cells:
+        cell.metadata = nbformat.from_dict(
+            {k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA}
+        )
+
+
+def execute(paths: list[Path] | None = None, timeout: int = 600) -> None:
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(nbs.ROOT), os.environ.get("PYTHONPATH", "")) if p
+    )
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    for path in paths or nbs.chapter_notebooks():
+        nb = nbs.read(path)
+        start = time.perf_counter()
+        NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            record_timing=False,
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute()
+        normalize(nb)
+        nbformat.write(nb, path)
+        print(f"executed {path.relative_to(nbs.ROOT)} in {time.perf_counter() - start:.1f} s")

@@ -1,0 +1,102 @@
+"""Reading the course: which chapter notebooks exist, in which order, and their cells.
+
+The book's table of contents (``_toc.yml``) is the one list of chapters. A
+chapter with exercises is a notebook under ``book/``; its file stem is also
+its nbgrader assignment name.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SAVE_LINE = re.compile(r"^#\s?@save\s+(?P<module>[a-z_][a-z0-9_]*)\s*$")  # ruff writes "# @save"
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+
+
+def toc_files(root: Path = ROOT) -> list[str]:
+    """Every page of the book, in reading order, as paths without suffix."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return files
+
+
+def chapter_notebooks(root: Path = ROOT) -> list[Path]:
+    """The chapter notebooks, in the order of the table of contents."""
+    paths = [root / f"{f}.ipynb" for f in toc_files(root)]
+    return [p for p in paths if p.exists()]
+
+
+def chapter_names(root: Path = ROOT) -> list[str]:
+    return [p.stem for p in chapter_notebooks(root)]
+
+
+def notebook_path(chapter: str, root: Path = ROOT) -> Path:
+    for path in chapter_notebooks(root):
+        if path.stem == chapter:
+            return path
+    known = ", ".join(chapter_names(root))
+    raise SystemExit(f"no chapter named {chapter!r}; the chapters are: {known}")
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    return nbformat.read(path, as_version=4)
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def is_solution(cell) -> bool:
+    return bool(nbgrader_meta(cell).get("solution"))
+
+
+def is_test(cell) -> bool:
+    meta = nbgrader_meta(cell)
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def strip_lines(source: str, drop) -> str:
+    """Remove every line for which ``drop(line.strip())`` is true."""
+    return "\n".join(line for line in source.splitlines() if not drop(line.strip()))
+
+
+def without_markers(source: str) -> str:
+    """The cell as a reader or the solutions package sees it: no #@save, no solution markers."""
+    return strip_lines(source, lambda s: bool(SAVE_LINE.match(s)) or s in SOLUTION_MARKERS)
+
+
+def without_hidden_tests(source: str) -> str:
+    """The cell with every hidden-test region removed."""
+    out, hidden = [], False
+    for line in source.splitlines():
+        if line.strip() == HIDDEN_MARKERS[0]:
+            hidden = True
+        elif line.strip() == HIDDEN_MARKERS[1]:
+            hidden = False
+        elif not hidden:
+            out.append(line)
+    return "\n".join(out)
+
+
+def saved_module(cell) -> str | None:
+    """The module a ``#@save <module>`` code cell exports to, or None."""
+    if cell.cell_type != "code" or not cell.source:
+        return None
+    match = SAVE_LINE.match(cell.source.splitlines()[0].strip())
+    return match["module"] if match else None

@@ -1,0 +1,176 @@
+"""Hidden checks for "Masking": explicit loops, every dtype, zero lengths, gradients, no mutation."""
+
+import torch
+
+from checks._core import (
+    CheckError,
+    check,
+    expect_close,
+    expect_finite,
+    expect_tensor,
+    expect_unchanged,
+    random_lengths,
+    random_tensor,
+)
+from checks.masking import masked_rows
+
+SHAPES = [(1, 1, 1), (2, 3, 5), (4, 1, 7), (3, 6, 2), (5, 4, 9)]
+
+
+def loop_sequence_mask(X, valid_len, value):
+    """sequence_mask one position at a time."""
+    out = X.detach().cpu().clone()
+    for i, n_valid in enumerate(valid_len.tolist()):
+        for j in range(X.shape[1]):
+            if j >= n_valid:
+                out[i, j] = value
+    return out.to(X.device)
+
+
+def per_query_lengths(valid_lens, m):
+    """Expand (B,) or (B, m) lengths into a list of per-query lists, by hand."""
+    lens = valid_lens.tolist()
+    if valid_lens.dim() == 1:
+        return [[n] * m for n in lens]
+    return lens
+
+
+def loop_masked_softmax(X, valid_lens):
+    scores = X.detach().double().cpu().tolist()
+    lens = per_query_lengths(valid_lens.cpu(), X.shape[1])
+    return torch.tensor(masked_rows(scores, lens), dtype=torch.float64)
+
+
+@check("sequence_mask.values", hidden=True)
+def sequence_mask_matches_a_loop(sequence_mask, device):
+    """Do random (N, L) and (N, L, D) inputs, lengths 0 and > L, and fill values match a loop?"""
+    for seed, shape in enumerate([(1, 1), (3, 5), (4, 2, 3), (2, 6, 1, 2)]):
+        X = random_tensor(*shape, seed=seed, device=device)
+        lens = random_lengths(shape[0], high=shape[1] + 1, seed=seed, device=device)
+        for value in (0, -1e6, 7.5):
+            out = sequence_mask(X, lens, value=value)
+            ref = loop_sequence_mask(X, lens, value)
+            expect_close(
+                out,
+                ref,
+                f"sequence_mask on shape {tuple(shape)}, lengths {lens.tolist()}, value={value}",
+                labels=("row", "position"),
+            )
+    X = torch.arange(12, device=device).reshape(3, 4)
+    out = sequence_mask(X, torch.tensor([4, 0, 2], device=device))
+    expect_close(
+        out,
+        loop_sequence_mask(X, torch.tensor([4, 0, 2]), 0),
+        "sequence_mask on an integer tensor",
+        labels=("row",),
+    )
+
+
+@check("sequence_mask.safety", hidden=True)
+def sequence_mask_keeps_its_input(sequence_mask, device):
+    """Is the input never modified, even a leaf tensor that requires grad, in every float dtype?"""
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        X = random_tensor(3, 4, seed=5, device=device, dtype=dtype)
+        before = X.clone()
+        out = sequence_mask(X, torch.tensor([1, 4, 0], device=device), value=-1)
+        expect_unchanged(before, X, f"X ({dtype})")
+        expect_tensor(out, f"output for {dtype}", shape=(3, 4), dtype=dtype, device=device)
+    leaf = random_tensor(2, 3, seed=6, device=device).requires_grad_()
+    out = sequence_mask(leaf, torch.tensor([1, 2], device=device))
+    out.sum().backward()
+    expect_close(
+        leaf.grad,
+        torch.tensor([[1.0, 0, 0], [1, 1, 0]], device=device),
+        "gradient of sum(sequence_mask(X))",
+        labels=("row",),
+    )
+
+
+@check("masked_softmax.values", hidden=True)
+def masked_softmax_matches_a_loop(masked_softmax, device):
+    """Do random shapes with 1-D and 2-D valid_lens match an explicit loop?"""
+    for seed, (b, m, n) in enumerate(SHAPES):
+        X = random_tensor(b, m, n, seed=seed, device=device, scale=3.0)
+        for lens in (
+            random_lengths(b, low=1, high=n, seed=seed, device=device),
+            random_lengths(b, m, low=1, high=n, seed=seed + 100, device=device),
+        ):
+            out = masked_softmax(X, lens)
+            kind = "1-D" if lens.dim() == 1 else "2-D"
+            expect_close(
+                out,
+                loop_masked_softmax(X, lens).float().to(device),
+                f"weights for X of shape {(b, m, n)} with {kind} valid_lens {lens.tolist()}",
+                labels=("batch", "query"),
+            )
+
+
+@check("masked_softmax.edge_cases", hidden=True)
+def masked_softmax_edge_cases(masked_softmax, device):
+    """Do zero lengths give zero rows, and lengths beyond the keys give a plain softmax?"""
+    X = random_tensor(3, 4, 5, seed=21, device=device, scale=3.0)
+    for lens in (
+        torch.tensor([0, 5, 2], device=device),
+        torch.tensor([[0, 1, 0, 5], [2, 0, 3, 0], [0, 0, 0, 0]], device=device),
+        torch.tensor([9, 6, 5], device=device),
+    ):
+        out = masked_softmax(X, lens)
+        expect_finite(out, f"weights with valid_lens {lens.tolist()}")
+        expect_close(
+            out,
+            loop_masked_softmax(X, lens).float().to(device),
+            f"weights with valid_lens {lens.tolist()}",
+            labels=("batch", "query"),
+        )
+
+
+@check("masked_softmax.dtypes", hidden=True)
+def masked_softmax_every_dtype(masked_softmax, device):
+    """Does it work in float16, bfloat16 and float64, keeping the dtype and zero rows?"""
+    X32 = random_tensor(2, 3, 6, seed=31, device=device, scale=2.0)
+    lens = torch.tensor([[0, 3, 6], [1, 0, 4]], device=device)
+    ref = loop_masked_softmax(X32, lens)
+    for dtype, tol in (
+        (torch.float16, 2e-3),
+        (torch.bfloat16, 2e-2),
+        (torch.float64, 1e-9),
+    ):
+        X = X32.to(dtype)
+        out = masked_softmax(X, lens)
+        expect_tensor(
+            out,
+            f"weights for {dtype} input",
+            shape=(2, 3, 6),
+            dtype=dtype,
+            device=device,
+        )
+        expect_finite(out, f"weights for {dtype} input")
+        expect_close(
+            out,
+            ref.to(device=device, dtype=dtype),
+            f"weights for {dtype} input",
+            atol=tol,
+            rtol=tol,
+            labels=("batch", "query"),
+        )
+
+
+@check("masked_softmax.safety", hidden=True)
+def masked_softmax_safety(masked_softmax, device):
+    """Is the input left unchanged, and are gradients finite and zero where masked?"""
+    X = random_tensor(2, 3, 4, seed=41, device=device)
+    before = X.clone()
+    lens = torch.tensor([0, 2], device=device)
+    lens_before = lens.clone()
+    masked_softmax(X, lens)
+    expect_unchanged(before, X, "X")
+    expect_unchanged(lens_before, lens, "valid_lens")
+    leaf = X.clone().requires_grad_()
+    weights = masked_softmax(leaf, lens)
+    (weights * random_tensor(2, 3, 4, seed=42, device=device)).sum().backward()
+    if leaf.grad is None:
+        raise CheckError("no gradient reached X: is the output detached from the input?")
+    expect_finite(leaf.grad, "gradient with respect to X")
+    masked = leaf.grad[:, :, 2:].abs().amax()
+    if masked.item() != 0 or leaf.grad[0].abs().amax().item() != 0:
+        raise CheckError("masked scores must get zero gradient; they change nothing in the output")
