@@ -56,6 +56,8 @@ def reader_cells(nb: nbformat.NotebookNode) -> list:
         if original.cell_type == "code" and nbs.is_solution(original):
             stub = copy.deepcopy(cell)
             stub.source, stub.outputs, stub.execution_count = stub_source(original.source), [], None
+            if "id" in stub:
+                stub.id = f"{original.id}-stub"
             solution = cell
             solution.source = nbs.without_markers(original.source)
             cells += [_tagged(stub, "skip-execution"), _tagged(solution, "hide-input")]

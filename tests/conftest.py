@@ -1,0 +1,21 @@
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("MPLBACKEND", "agg")
+
+from checks import available_devices  # noqa: E402
+
+
+def device_params():
+    """Every available device; CUDA devices carry the gpu marker."""
+    return [
+        pytest.param(d, id=str(d), marks=[pytest.mark.gpu] if d.type == "cuda" else [])
+        for d in available_devices()
+    ]
+
+
+@pytest.fixture(params=device_params())
+def device(request) -> torch.device:
+    return request.param

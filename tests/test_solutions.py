@@ -1,0 +1,152 @@
+"""Does every reference solution pass every check, visible and hidden, on every device?
+
+The checks compare with independent references (explicit loops, PyTorch
+built-ins, properties), so this also tests the references against them.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import checks
+from checks._core import REGISTRY
+from solutions import masking, pooling, textbook, utils
+
+TARGETS = {
+    "nadaraya_watson": pooling.nadaraya_watson,
+    "sequence_mask": masking.sequence_mask,
+    "masked_softmax": masking.masked_softmax,
+}
+checks.groups()  # loads the hidden groups into the registry
+
+
+def test_every_group_has_a_target():
+    """Is every check group tied to a graded function?"""
+    assert {g.split(".")[0] for g in REGISTRY} == set(TARGETS)
+
+
+@pytest.mark.parametrize("group", sorted(REGISTRY))
+def test_reference_passes_check_group(group, device):
+    """Does the reference pass this check group?"""
+    checks.run_hidden(group, TARGETS[group.split(".")[0]], devices=[device], verbose=False)
+
+
+def test_masked_softmax_matches_sdpa_masking(device):
+    """Do masked weights times values equal SDPA with a True-means-attend boolean mask?"""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(3, m, 8, generator=gen).to(device) for m in (5, 7, 7))
+    lens = torch.tensor([[0, 7, 3, 1, 2], [4, 4, 4, 4, 4], [6, 0, 0, 5, 7]], device=device)
+    attend = torch.arange(7, device=device) < lens[..., None]
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=attend)
+    weights = masking.masked_softmax(q @ k.transpose(1, 2) / 8**0.5, lens)
+    torch.testing.assert_close(weights @ v, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "valid_lens, message",
+    [
+        (
+            torch.tensor([1, 2, 3]),
+            r"valid_lens must have shape \(2,\) or \(2, 3\) for X of shape \(2, 3, 4\), got \(3,\)",
+        ),
+        (torch.tensor([[1, 2]]), r"got \(1, 2\)"),
+        (torch.tensor([True, False]), r"integer lengths, got dtype torch.bool"),
+        ([1, 2], r"must be a torch.Tensor, got list"),
+    ],
+)
+def test_masked_softmax_rejects_bad_valid_lens(valid_lens, message):
+    """Does a wrong valid_lens raise an error naming expected against actual?"""
+    with pytest.raises((ValueError, TypeError), match=message):
+        masking.masked_softmax(torch.zeros(2, 3, 4), valid_lens)
+
+
+def test_masked_softmax_rejects_other_device():
+    """Does valid_lens on another device than X raise an error that says how to fix it?"""
+    with pytest.raises(ValueError, match=r"valid_lens is on cpu but X is on meta; move it"):
+        masking.masked_softmax(torch.zeros(2, 3, 4, device="meta"), torch.tensor([1, 2]))
+
+
+def test_masked_softmax_rejects_bad_scores():
+    """Does a 2-D or integer X raise an error naming its shape and dtype?"""
+    with pytest.raises(ValueError, match=r"got shape \(3, 4\) and dtype torch.float32"):
+        masking.masked_softmax(torch.zeros(3, 4), torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match=r"dtype torch.int64"):
+        masking.masked_softmax(torch.zeros(2, 3, 4, dtype=torch.long), torch.tensor([1, 2]))
+
+
+def test_sequence_mask_rejects_bad_input():
+    """Does sequence_mask name the expected and actual shapes?"""
+    with pytest.raises(
+        ValueError, match=r"valid_len must have shape \(2,\) for X of shape \(2, 5\), got \(3,\)"
+    ):
+        masking.sequence_mask(torch.zeros(2, 5), torch.tensor([1, 2, 3]))
+    with pytest.raises(ValueError, match=r"X must have shape \(N, L, \*\), got shape \(5,\)"):
+        masking.sequence_mask(torch.zeros(5), torch.tensor([1]))
+
+
+def test_nadaraya_watson_rejects_bad_input():
+    """Does nadaraya_watson name the shapes it got?"""
+    with pytest.raises(ValueError, match=r"must be 1-D, got shapes \(2, 3\) and \(4,\)"):
+        pooling.nadaraya_watson(torch.zeros(2, 3), torch.zeros(4), torch.zeros(4))
+    with pytest.raises(ValueError, match=r"values must have the shape of keys \(4,\), got \(3,\)"):
+        pooling.nadaraya_watson(torch.zeros(2), torch.zeros(4), torch.zeros(3))
+    with pytest.raises(ValueError, match="bandwidth must be positive, got 0"):
+        pooling.nadaraya_watson(torch.zeros(2), torch.zeros(4), torch.zeros(4), bandwidth=0)
+
+
+def test_textbook_pitfalls_are_real():
+    """Do the four pitfalls the chapter demonstrates actually happen with the textbook code?"""
+    X = torch.randn(2, 2, 4)
+    before = X.clone()
+    textbook.textbook_masked_softmax(X, torch.tensor([2, 3]))
+    assert not torch.equal(X, before), "pitfall 1: the input should be mutated"
+    half = textbook.textbook_masked_softmax(before.clone().half(), torch.tensor([0, 3]))
+    assert torch.isnan(half[0]).all(), "pitfall 2: float16 empty rows should be NaN"
+    full = textbook.textbook_masked_softmax(before.clone(), torch.tensor([0, 3]))
+    torch.testing.assert_close(full[0], torch.full((2, 4), 0.25)), "pitfall 3: uniform"
+    with pytest.raises(RuntimeError):
+        textbook.textbook_masked_softmax(torch.zeros(2, 2, 4, device="meta"), torch.tensor([2, 3]))
+
+
+def test_try_gpu_falls_back_to_cpu(monkeypatch):
+    """Without CUDA or MPS, do the device helpers return the CPU, like d2l's?"""
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(utils, "mps_available", lambda: False)
+    assert utils.try_gpu() == torch.device("cpu")
+    assert utils.try_all_gpus() == [torch.device("cpu")]
+    assert utils.num_gpus() == 0
+
+
+def test_try_gpu_prefers_cuda_then_mps(monkeypatch):
+    """Does try_gpu pick cuda:i when it exists, else MPS?"""
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert utils.try_gpu(1) == torch.device("cuda:1")
+    assert utils.try_gpu(2) == torch.device("cpu")
+    assert utils.try_all_gpus() == [torch.device("cuda:0"), torch.device("cuda:1")]
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    monkeypatch.setattr(utils, "mps_available", lambda: True)
+    assert utils.try_gpu() == torch.device("mps")
+
+
+def test_show_heatmaps_draws_labels_titles_and_a_colour_bar():
+    """Does show_heatmaps label the axes, title the columns and add one colour bar?"""
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    utils.show_heatmaps(
+        torch.rand(2, 3, 4, 5), xlabel="Keys", ylabel="Queries", titles=["a", "b", "c"]
+    )
+    fig = plt.gcf()
+    axes = fig.axes
+    assert len(axes) == 7  # 6 heatmaps + 1 colour bar
+    assert axes[3].get_xlabel() == "Keys" and axes[0].get_ylabel() == "Queries"
+    assert [ax.get_title() for ax in axes[:3]] == ["a", "b", "c"]
+    plt.close(fig)
+
+
+def test_show_heatmaps_rejects_wrong_rank():
+    """Does a 2-D matrix raise an error that says how to pass it?"""
+    with pytest.raises(
+        ValueError, match=r"got shape \(4, 5\); for one matrix M pass M\[None, None\]"
+    ):
+        utils.show_heatmaps(torch.rand(4, 5), xlabel="k", ylabel="q")

@@ -1,0 +1,56 @@
+"""Do the generated copies stay true to the notebooks: solutions/ and the book's reader edition?"""
+
+import shutil
+
+import nbformat
+
+from autograder import export
+from autograder import notebooks as nbs
+from autograder.editions import stage_book
+
+
+def test_committed_solutions_match_the_notebooks():
+    """Is solutions/ exactly what the #@save cells of the notebooks generate?"""
+    assert export.export(check=True) == 0
+
+
+def test_drift_is_detected(tmp_path, capsys):
+    """If someone edits a #@save cell, does the check fail with a diff?"""
+    shutil.copytree(nbs.ROOT / "book", tmp_path / "book")
+    shutil.copytree(nbs.ROOT / "solutions", tmp_path / "solutions")
+    shutil.copy(nbs.ROOT / "_toc.yml", tmp_path / "_toc.yml")
+    path = tmp_path / "book" / "masking.ipynb"
+    nb = nbs.read(path)
+    cell = next(c for c in nb.cells if nbs.nbgrader_meta(c).get("grade_id") == "masked_softmax")
+    cell.source = cell.source.replace('float("-inf")', "-1e6")
+    nbformat.write(nb, path)
+    assert export.export(check=True, root=tmp_path) == 1
+    out = capsys.readouterr().out
+    assert '-    scores = X.masked_fill(~mask, float("-inf"))' in out
+    assert "+    scores = X.masked_fill(~mask, -1e6)" in out
+
+
+def test_every_graded_function_is_exported():
+    """Is every autograded answer cell also a #@save cell, so that solutions/ holds it?"""
+    for path in nbs.chapter_notebooks():
+        for cell in nbs.read(path).cells:
+            if cell.cell_type == "code" and nbs.is_solution(cell):
+                assert nbs.saved_module(cell), f"{path.name}: {cell.source[:60]!r}"
+
+
+def test_reader_edition_shows_stub_then_hidden_solution(tmp_path):
+    """Does the book show each exercise's stub, the solution behind a toggle, and no hidden test?"""
+    stage_book(tmp_path)
+    for path in nbs.chapter_notebooks():
+        nb = nbs.read(tmp_path / "book" / path.name)
+        text = nbformat.writes(nb)
+        for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "run_hidden", '"nbgrader"'):
+            assert marker not in text, f"{path.name} contains {marker}"
+        code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        assert not any(nbs.SAVE_LINE.match(line) for line in code.splitlines())
+        stubs = [c for c in nb.cells if "skip-execution" in c.metadata.get("tags", [])]
+        solutions = [c for c in nb.cells if "hide-input" in c.metadata.get("tags", [])]
+        assert stubs and len(stubs) == len(solutions)
+        for stub in stubs:
+            assert "raise NotImplementedError()" in stub.source
+        assert "A model answer" in text and ":class: dropdown" in text

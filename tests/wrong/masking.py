@@ -1,0 +1,148 @@
+"""Wrong answers to Exercises 2.1 (sequence_mask) and 2.2 (masked_softmax)."""
+
+import torch
+
+from tests.wrong import wrong
+
+# ----------------------------------------------------------------- sequence_mask
+
+
+@wrong("sequence_mask", "sequence_mask", "sequence_mask.safety")
+def writes_into_input(X, valid_len, value=0):
+    """The textbook version: X[~mask] = value changes the caller's tensor."""
+    mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
+    X[~mask] = value
+    return X
+
+
+@wrong("sequence_mask", "sequence_mask", "sequence_mask.values")
+def off_by_one(X, valid_len, value=0):
+    """<= instead of <: keeps one position too many."""
+    mask = torch.arange(X.shape[1], device=X.device)[None, :] <= valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype, device=X.device))
+
+
+@wrong("sequence_mask", "sequence_mask", "sequence_mask.values")
+def ignores_value(X, valid_len, value=0):
+    """Always fills with zero."""
+    mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X, torch.zeros((), dtype=X.dtype, device=X.device))
+
+
+@wrong("sequence_mask", "sequence_mask", "sequence_mask.values")
+def mask_not_reshaped(X, valid_len, value=0):
+    """Works for (N, L) only: an (N, L) mask does not broadcast against (N, L, D)."""
+    mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype, device=X.device))
+
+
+@wrong("sequence_mask", "sequence_mask", "sequence_mask.values")
+def broadcast_transposed(X, valid_len, value=0):
+    """A column of positions against a row of lengths: the mask comes out (L, N)."""
+    mask = torch.arange(X.shape[1], device=X.device)[:, None] < valid_len[None, :]
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype, device=X.device))
+
+
+@wrong("sequence_mask", "sequence_mask.safety")
+def promotes_to_float32(X, valid_len, value=0):
+    """Returns float32 whatever the input dtype."""
+    mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X.float(), torch.tensor(float(value), device=X.device))
+
+
+# ----------------------------------------------------------------- masked_softmax
+
+
+@wrong("masked_softmax", "masked_softmax", "masked_softmax.values")
+def mask_on_query_axis(X, valid_lens):
+    """Masks queries (axis 1) instead of keys (axis 2)."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = valid_lens if valid_lens.dim() == 1 else valid_lens[:, 0]
+    mask = (torch.arange(X.shape[1], device=X.device)[None, :] < lens[:, None])[:, :, None]
+    return torch.softmax(X.masked_fill(~mask, -1e6), dim=-1)
+
+
+@wrong("masked_softmax", "masked_softmax", "masked_softmax.edge_cases", "masked_softmax.dtypes")
+def minus_1e6_fill(X, valid_lens):
+    """Fills with -1e6 (without mutation): -inf in float16, so an empty row becomes NaN."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    mask = torch.arange(X.shape[-1], device=X.device) < lens[..., None]
+    fill = torch.tensor(-1e6, dtype=X.dtype, device=X.device)
+    return torch.softmax(torch.where(mask, X, fill), dim=-1)
+
+
+@wrong("masked_softmax", "masked_softmax", "masked_softmax.values")
+def softmax_before_masking(X, valid_lens):
+    """Softmax over all keys, then zeroes the masked weights: rows no longer sum to 1."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    mask = torch.arange(X.shape[-1], device=X.device) < lens[..., None]
+    return torch.softmax(X, dim=-1) * mask
+
+
+@wrong("masked_softmax", "masked_softmax.safety")
+def writes_minus_inf_into_input(X, valid_lens):
+    """Right weights, but writes -inf into the caller's scores."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    mask = (torch.arange(X.shape[-1], device=X.device) < lens[..., None]).expand(X.shape)
+    X.masked_fill_(~mask, float("-inf"))
+    empty = ~mask.any(dim=-1, keepdim=True)
+    return torch.softmax(X.masked_fill(empty, 0.0), dim=-1).masked_fill(~mask, 0.0)
+
+
+@wrong("masked_softmax", "masked_softmax", "masked_softmax.values")
+def repeat_instead_of_repeat_interleave(X, valid_lens):
+    """valid_lens.repeat(m) gives [2, 3, 2, 3] where [2, 2, 3, 3] is meant."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    B, m, n = X.shape
+    lens = valid_lens.repeat(m) if valid_lens.dim() == 1 else valid_lens.reshape(-1)
+    mask = (torch.arange(n, device=X.device) < lens[:, None]).reshape(B, m, n)
+    scores = X.masked_fill(~mask, float("-inf"))
+    empty = ~mask.any(dim=-1, keepdim=True)
+    return torch.softmax(scores.masked_fill(empty, 0.0), dim=-1).masked_fill(~mask, 0.0)
+
+
+@wrong("masked_softmax", "masked_softmax", "masked_softmax.edge_cases")
+def uniform_weights_for_empty_rows(X, valid_lens):
+    """-1e6 in float32 without mutation: an empty row attends uniformly to its padding."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    mask = torch.arange(X.shape[-1], device=X.device) < lens[..., None]
+    return torch.softmax(X.masked_fill(~mask, -1e4), dim=-1)
+
+
+@wrong("masked_softmax", "masked_softmax.safety")
+def nan_gradients(X, valid_lens):
+    """An additive -inf mask, then NaN replaced by 0: right weights, NaN gradients for empty rows."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    mask = torch.arange(X.shape[-1], device=X.device) < lens[..., None]
+    additive = torch.zeros(mask.shape, dtype=X.dtype, device=X.device).masked_fill(
+        ~mask, float("-inf")
+    )
+    weights = torch.softmax(X + additive, dim=-1)
+    return torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
+
+
+@wrong("masked_softmax", "masked_softmax", "masked_softmax.values")
+def ignores_per_query_lengths(X, valid_lens):
+    """Uses the first query's length for every query of a 2-D valid_lens."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens[:, :1]
+    mask = (torch.arange(X.shape[-1], device=X.device) < lens[..., None]).expand(X.shape)
+    scores = X.masked_fill(~mask, float("-inf"))
+    empty = ~mask.any(dim=-1, keepdim=True)
+    return torch.softmax(scores.masked_fill(empty, 0.0), dim=-1).masked_fill(~mask, 0.0)
