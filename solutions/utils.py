@@ -30,7 +30,7 @@ def mps_available():
 
 
 def try_gpu(i=0):
-    """``cuda:i`` if it exists, else the MPS device if there is one, else the CPU.
+    """``cuda:i`` if it exists, else (for ``i == 0``) the MPS device if there is one, else the CPU.
 
     Like d2l's ``try_gpu``, extended to Apple silicon.
     """
