@@ -19,6 +19,7 @@ chapters, never the answers to the chapter being graded.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import shutil
@@ -134,12 +135,16 @@ class Course:
                 raise GradingError(f"{path} still contains {marker!r}")
 
     # ------------------------------------------------------------ grading
-    def grade_ids(self, chapter: str) -> set[str]:
-        return {
-            nbs.nbgrader_meta(c)["grade_id"]
-            for c in nbs.read(nbs.notebook_path(chapter)).cells
-            if nbs.nbgrader_meta(c).get("grade_id")
-        }
+    @functools.cache  # noqa: B019  (a Course lives for one command)
+    def grade_ids(self, chapter: str) -> frozenset[str]:
+        """grade_ids of the chapter's graded cells, read once per chapter."""
+        return frozenset(
+            {
+                nbs.nbgrader_meta(c)["grade_id"]
+                for c in nbs.read(nbs.notebook_path(chapter)).cells
+                if nbs.nbgrader_meta(c).get("grade_id")
+            }
+        )
 
     def infer_chapter(self, path: Path) -> str | None:
         """The chapter whose graded cells a submitted notebook shares most, if any."""
@@ -188,9 +193,8 @@ class Course:
         unknown = set(chapters) - set(nbs.chapter_names())
         if unknown:
             raise SystemExit(f"unknown chapter(s): {', '.join(sorted(unknown))}")
-        released = [ch for ch in chapters if (self.root / "release" / ch).is_dir()]
         self._write_config()
-        missing = [ch for ch in chapters if ch not in released]
+        missing = [ch for ch in chapters if not (self.root / "release" / ch).is_dir()]
         if missing:
             self.release(missing)
         for student, chapter, path in entries:
