@@ -69,7 +69,8 @@ unit: install  ## pytest: solutions against the checks, wrong implementations, t
 
 nbval: install  ## nbval: the chapter notebooks run and reproduce their outputs
 	MPLBACKEND=module://matplotlib_inline.backend_inline \
-	  $(BIN)/pytest --nbval --nbval-current-env -p no:cacheprovider book/*.ipynb
+	  $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	    -p no:cacheprovider book/*.ipynb
 
 test: install  ## everything CI runs: lint, drift, unit, nbval, nbgrader end to end, strict book build
 	$(MAKE) --no-print-directory lint check-export

@@ -44,6 +44,9 @@ TITLES = {
     "pooling": "Attention pooling: Nadaraya–Watson kernel regression.",
     "textbook": "The textbook (d2l) masking code, kept for comparison and benchmarks.",
     "masking": "Masking: sequence_mask and masked_softmax.",
+    "additive": "Additive (Bahdanau) attention, its shape checks and a chunked score.",
+    "dot_product": "Scaled dot-product attention and the scoring exercises of its chapter.",
+    "bilinear": "Bilinear (Luong) attention.",
 }
 
 

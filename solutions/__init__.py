@@ -9,6 +9,9 @@ Modules, each with the chapter it comes from:
 - ``solutions.pooling``: Attention pooling: Nadaraya–Watson kernel regression.
 - ``solutions.masking``: Masking: sequence_mask and masked_softmax.
 - ``solutions.textbook``: The textbook (d2l) masking code, kept for comparison and benchmarks.
+- ``solutions.additive``: Additive (Bahdanau) attention, its shape checks and a chunked score.
+- ``solutions.dot_product``: Scaled dot-product attention and the scoring exercises of its chapter.
+- ``solutions.bilinear``: Bilinear (Luong) attention.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order
@@ -17,4 +20,7 @@ SOURCES = {
     "pooling": "attention_pooling",
     "masking": "masking",
     "textbook": "masking",
+    "additive": "additive_attention",
+    "dot_product": "dot_product_attention",
+    "bilinear": "bilinear_attention",
 }

@@ -35,7 +35,7 @@ def with_wrong_answer(wrong):
         nb = nbs.read(nbs.notebook_path(chapter))
         for cell in nb.cells:
             if nbs.nbgrader_meta(cell).get("grade_id") == wrong.target:
-                cell.source = wrong.notebook_source()
+                cell.source = wrong.inject(cell.source)
                 return chapter, nb
     raise LookupError(wrong.target)
 

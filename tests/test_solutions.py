@@ -11,24 +11,27 @@ import torch.nn.functional as F
 import checks
 from checks._core import REGISTRY
 from solutions import masking, pooling, textbook, utils
+from tests.wrong import reference
 
-TARGETS = {
-    "nadaraya_watson": pooling.nadaraya_watson,
-    "sequence_mask": masking.sequence_mask,
-    "masked_softmax": masking.masked_softmax,
-}
 checks.groups()  # loads the hidden groups into the registry
+ANSWERS = {"vector_sum_answer", "vector_sum_finding"}  # checks of a True/False answer, not code
+FUNCTION_GROUPS = sorted(g for g in REGISTRY if g not in ANSWERS)
 
 
-def test_every_group_has_a_target():
-    """Is every check group tied to a graded function?"""
-    assert {g.split(".")[0] for g in REGISTRY} == set(TARGETS)
-
-
-@pytest.mark.parametrize("group", sorted(REGISTRY))
+@pytest.mark.parametrize("group", FUNCTION_GROUPS)
 def test_reference_passes_check_group(group, device):
-    """Does the reference pass this check group?"""
-    checks.run_hidden(group, TARGETS[group.split(".")[0]], devices=[device], verbose=False)
+    """Does the reference in solutions/ pass this check group?"""
+    checks.run_hidden(group, reference(group.split(".")[0]), devices=[device], verbose=False)
+
+
+def test_vector_sum_finding_accepts_only_the_right_answer():
+    """Does the finding check accept True and reject False, while the self-check accepts both?"""
+    checks.run_hidden("vector_sum_finding", lambda: True, verbose=False)
+    with pytest.raises(checks.CheckError, match="cancels in the softmax"):
+        checks.run_hidden("vector_sum_finding", lambda: False, verbose=False)
+    checks.run("vector_sum_answer", lambda: False, verbose=False)
+    with pytest.raises(checks.CheckError, match="not None"):
+        checks.run("vector_sum_answer", lambda: None, verbose=False)
 
 
 def test_masked_softmax_matches_sdpa_masking(device):

@@ -1,0 +1,278 @@
+"""Hidden checks for the scoring-function chapters.
+
+References: explicit loops over batch, queries and keys (in float64, from the
+module's own parameters), PyTorch's scaled_dot_product_attention, and
+algebraic identities (bilinear with W = I is dot-product attention; with
+W = AᵀB it is dot-product attention after two projections).
+"""
+
+import torch
+import torch.nn.functional as F
+
+from checks._core import CheckError, check, expect_close, random_lengths, random_tensor
+from checks.hidden.masking import per_query_lengths
+from checks.masking import masked_rows
+from checks.scoring import attend, build
+
+CASES = [(1, 1, 1), (2, 3, 5), (3, 4, 2), (2, 6, 6)]  # (B, m, n)
+
+
+def loop_attention(score, queries, keys, values, valid_lens):
+    """weights[b, i, j] = masked softmax over j of score(q_bi, k_bj); out = Σ_j weights v_bj."""
+    B, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
+    q, k, v = (t.detach().double().cpu() for t in (queries, keys, values))
+    scores = [
+        [[float(score(q[b, i], k[b, j])) for j in range(n)] for i in range(m)] for b in range(B)
+    ]
+    lens = [[n] * m] * B if valid_lens is None else per_query_lengths(valid_lens.cpu(), m)
+    weights = torch.tensor(masked_rows(scores, lens), dtype=torch.float64)
+    out = torch.zeros(B, m, v.shape[-1], dtype=torch.float64)
+    for b in range(B):
+        for i in range(m):
+            for j in range(n):
+                out[b, i] += weights[b, i, j] * v[b, j]
+    return weights, out
+
+
+def lengths_for(b, m, n, seed, device):
+    yield None
+    yield random_lengths(b, low=0, high=n, seed=seed, device=device)
+    yield random_lengths(b, m, low=0, high=n + 1, seed=seed + 1, device=device)
+
+
+def compare_with_loop(module, score, dq, dk, device, dv=3):
+    for seed, (b, m, n) in enumerate(CASES):
+        q = random_tensor(b, m, dq, seed=seed, device=device)
+        k = random_tensor(b, n, dk, seed=seed + 50, device=device)
+        v = random_tensor(b, n, dv, seed=seed + 99, device=device)
+        for lens in lengths_for(b, m, n, seed, device):
+            out, weights = attend(module, q, k, v, lens)
+            ref_w, ref_out = loop_attention(score, q, k, v, lens)
+            what = f"for B={b}, m={m}, n={n}, valid_lens={None if lens is None else lens.tolist()}"
+            expect_close(
+                weights,
+                ref_w.float().to(device),
+                f"attention_weights {what}",
+                labels=("batch", "query"),
+            )
+            expect_close(
+                out, ref_out.float().to(device), f"the output {what}", labels=("batch", "query")
+            )
+
+
+def check_dropout(module_with_p1, q, k, v, lens):
+    """p = 1 drops every weight in training and none in evaluation."""
+    module = module_with_p1
+    eval_out, eval_w = attend(module.eval(), q, k, v, lens)
+    expected = torch.bmm(eval_w, v)
+    expect_close(
+        eval_out,
+        expected,
+        "the output in eval mode with dropout=1 (dropout must be off)",
+        labels=("batch", "query"),
+    )
+    train_out, train_w = attend(module.train(), q, k, v, lens)
+    module.eval()
+    expect_close(
+        train_out,
+        torch.zeros_like(train_out),
+        "the output in train mode with dropout=1 (every weight dropped)",
+        labels=("batch", "query"),
+    )
+    expect_close(
+        train_w,
+        eval_w,
+        "attention_weights in train mode (stored before dropout)",
+        labels=("batch", "query"),
+    )
+
+
+# ----------------------------------------------------------------- additive
+
+
+def additive_score(module):
+    Wq, Wk, wv = (
+        p.detach().double().cpu() for p in (module.W_q.weight, module.W_k.weight, module.w_v.weight)
+    )
+    return lambda q, k: (wv @ torch.tanh(Wq @ q + Wk @ k)).item()
+
+
+@check("AdditiveAttention.values", hidden=True)
+def additive_matches_a_loop(AdditiveAttention, device):
+    """Does w_vᵀ tanh(W_q q + W_k k) match an explicit loop, with 1-D, 2-D and no valid_lens?"""
+    module = build(AdditiveAttention, 5, 3, 7, 0.0, seed=4, device=device)
+    compare_with_loop(module, additive_score(module), dq=3, dk=5, device=device)
+
+
+@check("AdditiveAttention.dropout", hidden=True)
+def additive_dropout(AdditiveAttention, device):
+    """Is dropout applied to the weights in training only, with attention_weights kept before it?"""
+    module = build(AdditiveAttention, 4, 4, 8, 1.0, seed=5, device=device)
+    q, k, v = (random_tensor(2, s, 4, seed=s, device=device) for s in (3, 5, 5))
+    check_dropout(module, q, k, v, torch.tensor([5, 2], device=device))
+
+
+# ----------------------------------------------------------------- dot product
+
+
+@check("DotProductAttention.values", hidden=True)
+def dot_matches_a_loop(DotProductAttention, device):
+    """Does q·k/√d match an explicit loop, with 1-D, 2-D and no valid_lens?"""
+    module = build(DotProductAttention, 0.0, device=device)
+    compare_with_loop(
+        module, lambda q, k: (q @ k).item() / len(q) ** 0.5, dq=6, dk=6, device=device
+    )
+
+
+@check("DotProductAttention.sdpa", hidden=True)
+def dot_matches_sdpa(DotProductAttention, device):
+    """Does it equal F.scaled_dot_product_attention with the boolean mask (True = attend)?"""
+    module = build(DotProductAttention, 0.0, device=device)
+    q, k, v = (random_tensor(3, s, 16, seed=s, device=device, scale=2.0) for s in (7, 9, 9))
+    lens = torch.tensor([[9, 0, 3, 1, 5, 9, 2], [4] * 7, [1, 2, 3, 4, 5, 6, 7]], device=device)
+    attend_mask = torch.arange(9, device=device) < lens[..., None]
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=attend_mask)
+    out, _ = attend(module, q, k, v, lens)
+    expect_close(
+        out, expected, "the output against scaled_dot_product_attention", labels=("batch", "query")
+    )
+
+
+@check("DotProductAttention.dropout", hidden=True)
+def dot_dropout(DotProductAttention, device):
+    """Is dropout applied to the weights in training only, with attention_weights kept before it?"""
+    q, k, v = (random_tensor(2, s, 4, seed=s, device=device) for s in (3, 5, 5))
+    check_dropout(
+        build(DotProductAttention, 1.0, device=device), q, k, v, torch.tensor([5, 2], device=device)
+    )
+
+
+# ----------------------------------------------------------------- bilinear
+
+
+@check("BilinearAttention.values", hidden=True)
+def bilinear_matches_a_loop(BilinearAttention, device):
+    """Does qᵀ W k match an explicit loop, for queries and keys of different sizes?"""
+    module = build(BilinearAttention, 3, 5, 0.0, seed=6, device=device)
+    W = module.W.detach().double().cpu()
+    compare_with_loop(module, lambda q, k: (q @ W @ k).item(), dq=3, dk=5, device=device)
+
+
+@check("BilinearAttention.identities", hidden=True)
+def bilinear_identities(BilinearAttention, device):
+    """With W = I is it unscaled dot-product attention, and with W = AᵀB dot products of projections?"""
+    q, k, v = (random_tensor(2, s, 6, seed=s, device=device) for s in (4, 7, 7))
+    lens = torch.tensor([[7, 1, 0, 3], [2, 2, 7, 5]], device=device)
+    mask = torch.arange(7, device=device) < lens[..., None]
+    module = build(BilinearAttention, 6, 6, 0.0, device=device)
+    with torch.no_grad():
+        module.W.copy_(torch.eye(6))
+    out, _ = attend(module, q, k, v, lens)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
+    expect_close(
+        out,
+        expected,
+        "the output with W = I against unscaled dot-product attention",
+        labels=("batch", "query"),
+    )
+    A, B = random_tensor(2, 6, seed=8, device=device), random_tensor(2, 6, seed=9, device=device)
+    with torch.no_grad():
+        module.W.copy_(A.T @ B)
+    out, _ = attend(module, q, k, v, lens)
+    expected = F.scaled_dot_product_attention(q @ A.T, k @ B.T, v, attn_mask=mask, scale=1.0)
+    expect_close(
+        out,
+        expected,
+        "the output with W = AᵀB against dot products of Aq and Bk",
+        labels=("batch", "query"),
+        atol=1e-4,
+    )
+
+
+@check("BilinearAttention.dropout", hidden=True)
+def bilinear_dropout(BilinearAttention, device):
+    """Is dropout applied to the weights in training only, with attention_weights kept before it?"""
+    q, k, v = (random_tensor(2, s, 4, seed=s, device=device) for s in (3, 5, 5))
+    check_dropout(
+        build(BilinearAttention, 4, 4, 1.0, device=device),
+        q,
+        k,
+        v,
+        torch.tensor([5, 2], device=device),
+    )
+
+
+# ----------------------------------------------------------------- the exercises on scores
+
+
+@check("sum_scores.values", hidden=True)
+def sum_scores_matches_a_loop(sum_scores, device):
+    """Does wᵀq + wᵀk match an explicit loop for random shapes?"""
+    for seed, (b, m, n) in enumerate(CASES):
+        q, k = (
+            random_tensor(b, m, 4, seed=seed, device=device),
+            random_tensor(b, n, 4, seed=seed + 9, device=device),
+        )
+        w = random_tensor(4, seed=seed + 20, device=device)
+        ref = torch.tensor(
+            [
+                [[(w @ q[x, i] + w @ k[x, j]).item() for j in range(n)] for i in range(m)]
+                for x in range(b)
+            ],
+            device=device,
+        )
+        expect_close(
+            sum_scores(q, k, w),
+            ref,
+            f"sum_scores for B={b}, m={m}, n={n}",
+            labels=("batch", "query"),
+        )
+
+
+@check("vector_sum_finding", hidden=True)
+def finding(answer, device):
+    """Did you find that every query gets the same weights?"""
+    if answer() is not True:
+        raise CheckError(
+            "with score wᵀq + wᵀk, the query term is the same for every key of a row, so it cancels in the softmax"
+        )
+
+
+@check("distance_scores.values", hidden=True)
+def distance_matches_a_loop(distance_scores, device):
+    """Does -‖q - k‖²/2 match an explicit loop for random shapes?"""
+    for seed, (b, m, n) in enumerate(CASES):
+        q, k = (
+            random_tensor(b, m, 5, seed=seed, device=device),
+            random_tensor(b, n, 5, seed=seed + 9, device=device),
+        )
+        ref = torch.tensor(
+            [
+                [[-((q[x, i] - k[x, j]) ** 2).sum().item() / 2 for j in range(n)] for i in range(m)]
+                for x in range(b)
+            ],
+            device=device,
+        )
+        expect_close(
+            distance_scores(q, k),
+            ref,
+            f"distance_scores for B={b}, m={m}, n={n}",
+            labels=("batch", "query"),
+            atol=1e-4,
+        )
+
+
+@check("distance_scores.kernel", hidden=True)
+def distance_is_the_gaussian_kernel(distance_scores, device):
+    """In one dimension, are its softmax weights the Nadaraya–Watson weights with σ = 1?"""
+    q, k = (
+        random_tensor(1, 6, 1, seed=30, device=device, scale=2.0),
+        random_tensor(1, 9, 1, seed=31, device=device, scale=2.0),
+    )
+    weights = torch.softmax(distance_scores(q, k), dim=-1)[0]
+    from checks.hidden.pooling import loop_reference
+
+    _, expected = loop_reference(q[0, :, 0].cpu(), k[0, :, 0].cpu(), torch.zeros(9), 1.0)
+    expect_close(
+        weights, expected.float().to(device), "softmax(distance_scores) in 1-D", labels=("query",)
+    )

@@ -1,0 +1,74 @@
+"""Scaled dot-product attention and the scoring exercises of its chapter.
+
+Generated from book/dot_product_attention.ipynb by ``python -m autograder export``. Do not edit this
+file: edit the ``#@save dot_product`` cells of the notebook, then run ``make export``.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+from solutions.additive import check_qkv
+from solutions.masking import masked_softmax
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot-product attention: a(q, k) = qᵀk / √d.
+
+    Args:
+        dropout: dropout probability applied to the attention weights.
+
+    Shape:
+        - queries: (B, m, d)
+        - keys: (B, n, d)
+        - values: (B, n, v)
+        - valid_lens: None, (B,) or (B, m)
+        - output: (B, m, v); ``attention_weights``: (B, m, n)
+    """
+
+    def __init__(self, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values)
+        if queries.shape[-1] != keys.shape[-1]:
+            raise ValueError(
+                "dot-product attention needs queries and keys of one size d, got "
+                f"{queries.shape[-1]} and {keys.shape[-1]}"
+            )
+        d = queries.shape[-1]
+        # (B, m, d) @ (B, d, n) -> (B, m, n)
+        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        # (B, m, n) @ (B, n, v) -> (B, m, v)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+def sum_scores(queries, keys, w):
+    """The vector-sum score wᵀq + wᵀk of every query against every key.
+
+    Shape:
+        - queries: (B, m, d)
+        - keys: (B, n, d)
+        - w: (d,)
+        - output: (B, m, n)
+    """
+    query_terms = queries @ w  # (B, m)
+    key_terms = keys @ w  # (B, n)
+    return query_terms[:, :, None] + key_terms[:, None, :]  # (B, m, 1) + (B, 1, n) -> (B, m, n)
+
+
+def distance_scores(queries, keys):
+    """The score -‖q - k‖² / 2 of every query against every key, from matrix products.
+
+    Shape:
+        - queries: (B, m, d)
+        - keys: (B, n, d)
+        - output: (B, m, n)
+    """
+    q_sq = (queries**2).sum(dim=-1)  # (B, m)
+    k_sq = (keys**2).sum(dim=-1)  # (B, n)
+    dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, m, d) @ (B, d, n) -> (B, m, n)
+    return -(q_sq[:, :, None] - 2 * dots + k_sq[:, None, :]) / 2

@@ -1,0 +1,257 @@
+"""Wrong answers to the scoring-function exercises (chapters 3 to 5).
+
+For the attention modules each wrong answer is a ``forward``; the checks run it
+on a subclass of the reference, so ``__init__`` (the parameters) is the given one.
+"""
+
+import math
+
+import torch
+
+from solutions.masking import masked_softmax
+from tests.wrong import wrong
+
+# ----------------------------------------------------------------- AdditiveAttention
+
+
+@wrong("AdditiveAttention", "AdditiveAttention.values")
+def forgot_tanh(self, queries, keys, values, valid_lens=None):
+    """No tanh: the score becomes linear, w_vᵀ(W_q q + W_k k)."""
+    features = self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1)
+    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("AdditiveAttention", "AdditiveAttention.values")
+def relu_instead_of_tanh(self, queries, keys, values, valid_lens=None):
+    """ReLU where the score has tanh."""
+    features = torch.relu(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
+    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("AdditiveAttention", "AdditiveAttention", "AdditiveAttention.values")
+def additive_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
+    """A plain softmax: the padding gets weight."""
+    features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
+    self.attention_weights = torch.softmax(self.w_v(features).squeeze(-1), dim=-1)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("AdditiveAttention", "AdditiveAttention", "AdditiveAttention.values")
+def additive_keys_and_queries_swapped(self, queries, keys, values, valid_lens=None):
+    """Broadcasts (B, 1, m, h) + (B, n, 1, h): scores come out (B, n, m)."""
+    features = torch.tanh(self.W_q(queries).unsqueeze(1) + self.W_k(keys).unsqueeze(2))
+    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("AdditiveAttention", "AdditiveAttention.dropout")
+def additive_dropout_left_on(self, queries, keys, values, valid_lens=None):
+    """Functional dropout with training=True: still dropping weights in eval mode."""
+    features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
+    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+    dropped = torch.nn.functional.dropout(self.attention_weights, self.dropout.p, training=True)
+    return torch.bmm(dropped, values)
+
+
+@wrong("AdditiveAttention", "AdditiveAttention.dropout")
+def additive_stores_dropped_weights(self, queries, keys, values, valid_lens=None):
+    """Keeps the weights after dropout in attention_weights."""
+    features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
+    self.attention_weights = self.dropout(
+        masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+    )
+    return torch.bmm(self.attention_weights, values)
+
+
+# ----------------------------------------------------------------- DotProductAttention
+
+
+@wrong("DotProductAttention", "DotProductAttention", "DotProductAttention.values")
+def forgot_sqrt_d(self, queries, keys, values, valid_lens=None):
+    """No scaling at all."""
+    self.attention_weights = masked_softmax(torch.bmm(queries, keys.transpose(1, 2)), valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("DotProductAttention", "DotProductAttention", "DotProductAttention.values")
+def scaled_by_d(self, queries, keys, values, valid_lens=None):
+    """Divides by d instead of √d."""
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / queries.shape[-1]
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("DotProductAttention", "DotProductAttention.values")
+def scaled_by_number_of_keys(self, queries, keys, values, valid_lens=None):
+    """Divides by √n, the number of keys, instead of √d."""
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(keys.shape[1])
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("DotProductAttention", "DotProductAttention", "DotProductAttention.values")
+def keys_times_queries(self, queries, keys, values, valid_lens=None):
+    """bmm(keys, queriesᵀ): scores of shape (B, n, m), keys and queries transposed."""
+    scores = torch.bmm(keys, queries.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights).transpose(1, 2), values)
+
+
+@wrong("DotProductAttention", "DotProductAttention.values")
+def dot_softmax_over_queries(self, queries, keys, values, valid_lens=None):
+    """Normalises over the queries (axis 1), then masks."""
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    weights = torch.softmax(scores, dim=1)
+    if valid_lens is not None:
+        lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+        weights = weights * (torch.arange(keys.shape[1], device=keys.device) < lens[..., None])
+    self.attention_weights = weights
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("DotProductAttention", "DotProductAttention", "DotProductAttention.sdpa")
+def dot_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
+    """A plain softmax: the padding gets weight."""
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    self.attention_weights = torch.softmax(scores, dim=-1)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("DotProductAttention", "DotProductAttention.dropout")
+def dot_dropout_left_on(self, queries, keys, values, valid_lens=None):
+    """Functional dropout with training=True: still dropping weights in eval mode."""
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    dropped = torch.nn.functional.dropout(self.attention_weights, self.dropout.p, training=True)
+    return torch.bmm(dropped, values)
+
+
+# ----------------------------------------------------------------- BilinearAttention
+
+
+@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.values")
+def forgot_W(self, queries, keys, values, valid_lens=None):
+    """A plain dot product: fails as soon as d_q ≠ d_k."""
+    self.attention_weights = masked_softmax(torch.bmm(queries, keys.transpose(1, 2)), valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.values")
+def W_transposed(self, queries, keys, values, valid_lens=None):
+    """qᵀ Wᵀ k: fails for d_q ≠ d_k, and is the wrong score when they are equal."""
+    scores = torch.bmm(queries @ self.W.T, keys.transpose(1, 2))
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.values")
+def bilinear_scaled(self, queries, keys, values, valid_lens=None):
+    """Divides by √d_k as if it were scaled dot-product attention."""
+    scores = torch.bmm(queries @ self.W, keys.transpose(1, 2)) / math.sqrt(keys.shape[-1])
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.identities")
+def bilinear_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
+    """A plain softmax: the padding gets weight."""
+    self.attention_weights = torch.softmax(
+        torch.bmm(queries @ self.W, keys.transpose(1, 2)), dim=-1
+    )
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.values")
+def bilinear_softmax_over_queries(self, queries, keys, values, valid_lens=None):
+    """Masks the scores but normalises over the queries."""
+    scores = torch.bmm(queries @ self.W, keys.transpose(1, 2))
+    weights = masked_softmax(scores.transpose(1, 2), None).transpose(1, 2)
+    if valid_lens is not None:
+        lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+        weights = weights * (torch.arange(keys.shape[1], device=keys.device) < lens[..., None])
+    self.attention_weights = weights
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong("BilinearAttention", "BilinearAttention.dropout")
+def bilinear_dropout_left_on(self, queries, keys, values, valid_lens=None):
+    """Functional dropout with training=True: still dropping weights in eval mode."""
+    self.attention_weights = masked_softmax(
+        torch.bmm(queries @ self.W, keys.transpose(1, 2)), valid_lens
+    )
+    dropped = torch.nn.functional.dropout(self.attention_weights, self.dropout.p, training=True)
+    return torch.bmm(dropped, values)
+
+
+# ----------------------------------------------------------------- sum_scores
+
+
+@wrong("sum_scores", "sum_scores", "sum_scores.values")
+def query_term_only(queries, keys, w):
+    """wᵀq alone, broadcast over the keys."""
+    return (queries @ w)[:, :, None].expand(-1, -1, keys.shape[1])
+
+
+@wrong("sum_scores", "sum_scores", "sum_scores.values")
+def key_term_only(queries, keys, w):
+    """wᵀk alone, broadcast over the queries."""
+    return (keys @ w)[:, None, :].expand(-1, queries.shape[1], -1)
+
+
+@wrong("sum_scores", "sum_scores", "sum_scores.values")
+def product_of_terms(queries, keys, w):
+    """(wᵀq)(wᵀk): a product, not a sum."""
+    return (queries @ w)[:, :, None] * (keys @ w)[:, None, :]
+
+
+@wrong("sum_scores", "sum_scores", "sum_scores.values")
+def sum_scores_transposed(queries, keys, w):
+    """Shape (B, n, m): keys on the rows."""
+    return (keys @ w)[:, :, None] + (queries @ w)[:, None, :]
+
+
+@wrong("sum_scores", "sum_scores", "sum_scores.values")
+def forgot_w(queries, keys, w):
+    """Sums the entries of q and k without w."""
+    return queries.sum(-1)[:, :, None] + keys.sum(-1)[:, None, :]
+
+
+# ----------------------------------------------------------------- distance_scores
+
+
+@wrong("distance_scores", "distance_scores", "distance_scores.values")
+def distance_forgot_half(queries, keys):
+    """-‖q - k‖² without the 1/2."""
+    return -(torch.cdist(queries, keys) ** 2)
+
+
+@wrong("distance_scores", "distance_scores", "distance_scores.values")
+def distance_positive(queries, keys):
+    """+‖q - k‖²/2: attends to the farthest keys."""
+    return torch.cdist(queries, keys) ** 2 / 2
+
+
+@wrong("distance_scores", "distance_scores", "distance_scores.values")
+def distance_not_squared(queries, keys):
+    """-‖q - k‖/2: the Euclidean distance, not its square."""
+    return -torch.cdist(queries, keys) / 2
+
+
+@wrong("distance_scores", "distance_scores", "distance_scores.values")
+def distance_without_query_norm(queries, keys):
+    """qᵀk - ‖k‖²/2: the right weights after softmax, but not the score asked for."""
+    return torch.bmm(queries, keys.transpose(1, 2)) - (keys**2).sum(-1)[:, None, :] / 2
+
+
+@wrong("distance_scores", "distance_scores", "distance_scores.values")
+def distance_transposed(queries, keys):
+    """Shape (B, n, m): keys on the rows."""
+    return -(torch.cdist(keys, queries) ** 2) / 2
+
+
+@wrong("distance_scores", "distance_scores", "distance_scores.kernel")
+def distance_l1(queries, keys):
+    """-‖q - k‖₁/2: a Laplace kernel, not the Gaussian."""
+    return -torch.cdist(queries, keys, p=1) / 2
