@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbval.plugin import coalesce_streams
 
 from autograder import notebooks as nbs
 
@@ -29,6 +30,9 @@ def normalize(nb: nbformat.NotebookNode) -> None:
         cell.metadata = nbformat.from_dict(
             {k: v for k, v in cell.metadata.items() if k in KEEP_CELL_METADATA}
         )
+        if cell.cell_type == "code":
+            # One stream per name, with progress bars' carriage returns applied: what a reader sees.
+            cell.outputs = coalesce_streams(cell.outputs)
 
 
 def execute(paths: list[Path] | None = None, timeout: int = 600) -> None:

@@ -90,3 +90,42 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cma
             if titles is not None and i == 0:
                 ax.set_title(titles[j])
     fig.colorbar(image, ax=axes, shrink=0.6)
+
+
+from tqdm import tqdm
+
+
+class _DisplayLine:
+    """A file-like object that shows what tqdm writes as one notebook output, updated in place."""
+
+    def __init__(self):
+        self.handle = None
+
+    def write(self, text):
+        from IPython.display import display
+
+        text = text.strip("\r\n ")
+        if not text:
+            return
+        if self.handle is None:
+            self.handle = display({"text/plain": text}, raw=True, display_id=True)
+        else:
+            self.handle.update({"text/plain": text}, raw=True)
+
+    def flush(self):
+        pass
+
+
+def progress(iterable, **kwargs):
+    """``tqdm(iterable, **kwargs)``, drawn in place when running in a Jupyter kernel."""
+    try:
+        from IPython import get_ipython
+
+        in_kernel = hasattr(get_ipython(), "kernel")
+    except ImportError:
+        in_kernel = False
+    if in_kernel:
+        kwargs.setdefault("file", _DisplayLine())
+        kwargs.setdefault("ncols", 90)
+        kwargs.setdefault("ascii", False)  # block characters, as in a terminal
+    return tqdm(iterable, **kwargs)
