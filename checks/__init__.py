@@ -9,7 +9,14 @@ prints one line per check and raises ``CheckError`` with a message that names
 the expected against the actual shape, dtype or value if something is wrong.
 """
 
-from checks import masking, pooling, scoring  # noqa: F401  (registers the visible checks)
+from checks import (  # noqa: F401  (registers the visible checks)
+    masking,
+    multihead,
+    pooling,
+    scoring,
+    self_attention,
+    transformer,
+)
 from checks._core import (
     CheckError,
     available_devices,

@@ -12,6 +12,9 @@ Modules, each with the chapter it comes from:
 - ``solutions.additive``: Additive (Bahdanau) attention, its shape checks and a chunked score.
 - ``solutions.dot_product``: Scaled dot-product attention and the scoring exercises of its chapter.
 - ``solutions.bilinear``: Bilinear (Luong) attention.
+- ``solutions.self_attention``: self_attention
+- ``solutions.multihead``: multihead
+- ``solutions.transformer``: transformer
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order
@@ -23,4 +26,7 @@ SOURCES = {
     "additive": "additive_attention",
     "dot_product": "dot_product_attention",
     "bilinear": "bilinear_attention",
+    "self_attention": "self_attention",
+    "multihead": "multi_head_attention",
+    "transformer": "transformer_block",
 }

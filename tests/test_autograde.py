@@ -30,12 +30,22 @@ def graded_cells(chapter):
 
 
 def with_wrong_answer(wrong):
-    """The chapter notebook with the reference replaced by a wrong implementation."""
+    """The chapter notebook with the reference replaced by a wrong implementation.
+
+    Code cells after the chapter's last test cell cannot change any score, so they are
+    emptied: the training demos there would cost minutes over the whole wrong corpus.
+    """
     for chapter in CHAPTERS:
         nb = nbs.read(nbs.notebook_path(chapter))
         for cell in nb.cells:
             if nbs.nbgrader_meta(cell).get("grade_id") == wrong.target:
                 cell.source = wrong.inject(cell.source)
+                last_test = max(
+                    i for i, c in enumerate(nb.cells) if nbs.is_test(c) and c.cell_type == "code"
+                )
+                for later in nb.cells[last_test + 1 :]:
+                    if later.cell_type == "code" and not nbs.nbgrader_meta(later):
+                        later.source = "# emptied for the wrong-answer test: no test cell follows"
                 return chapter, nb
     raise LookupError(wrong.target)
 

@@ -4,4 +4,11 @@ They compare against independent references (explicit loops, PyTorch built-ins,
 mathematical properties), never against the reference solution.
 """
 
-from checks.hidden import masking, pooling, scoring  # noqa: F401  (registers the hidden checks)
+from checks.hidden import (  # noqa: F401  (registers the hidden checks)
+    masking,
+    multihead,
+    pooling,
+    scoring,
+    self_attention,
+    transformer,
+)

@@ -93,6 +93,13 @@ def cell_for(group: str) -> str:
 
 
 def load() -> list[Wrong]:
-    from tests.wrong import masking, pooling, scoring  # noqa: F401
+    from tests.wrong import (  # noqa: F401
+        masking,
+        multihead,
+        pooling,
+        scoring,
+        self_attention,
+        transformer,
+    )
 
     return list(REGISTRY)

@@ -1,0 +1,173 @@
+"""Hidden checks for the chapter "Causal and multi-head attention".
+
+References: the causal mask built by a double loop, the perturbation property,
+head-by-head slicing, and torch.nn.MultiheadAttention given the same weights.
+"""
+
+import torch
+from torch import nn
+
+from checks._core import (
+    CheckError,
+    check,
+    expect_close,
+    expect_tensor,
+    random_lengths,
+    random_tensor,
+)
+from checks.multihead import causal_lengths, expect_causal, heads_of
+from checks.scoring import build
+
+
+@check("causal_valid_lens.mask", hidden=True)
+def matches_a_loop(causal_valid_lens, device):
+    """Do the lengths give the mask M[b, t, j] = (j ≤ t and j < ℓ_b), for ℓ = 0, within and beyond T?"""
+    for seed, (B, T) in enumerate([(1, 1), (3, 4), (4, 7), (2, 9)]):
+        X = random_tensor(B, T, 2, seed=seed, device=device)
+        for valid_lens in (None, random_lengths(B, low=0, high=T + 2, seed=seed, device=device)):
+            lens = causal_lengths(causal_valid_lens, X, valid_lens)
+            mask = torch.arange(T, device=device) < lens[..., None]  # (B, T, T)
+            ells = [T] * B if valid_lens is None else valid_lens.tolist()
+            expected = torch.tensor(
+                [[[j <= t and j < ells[b] for j in range(T)] for t in range(T)] for b in range(B)],
+                device=device,
+            )
+            if not torch.equal(mask, expected):
+                b, t = (int(i) for i in torch.nonzero((mask != expected).any(-1))[0])
+                raise CheckError(
+                    f"for T={T}, valid_lens={ells}: query {t} of sequence {b} may see keys "
+                    f"{torch.nonzero(mask[b, t]).flatten().tolist()}, expected "
+                    f"{torch.nonzero(expected[b, t]).flatten().tolist()}"
+                )
+
+
+@check("causal_valid_lens.perturbation", hidden=True)
+def causal_with_padding(causal_valid_lens, device):
+    """With padding, does changing x[t+1:] leave y[:t+1] unchanged, and are empty rows zero, not NaN?"""
+    X = random_tensor(3, 6, 4, seed=5, device=device)
+    valid_lens = torch.tensor([6, 3, 0], device=device)
+    expect_causal(causal_valid_lens, X, valid_lens, "with valid_lens [6, 3, 0]")
+    lens = causal_lengths(causal_valid_lens, X, valid_lens)
+    if bool((lens[2] != 0).any()):
+        raise CheckError(
+            f"a sequence of valid length 0 must give lengths 0, got {lens[2].tolist()}"
+        )
+
+
+SHAPES = [(1, 1, 4, 1), (2, 5, 8, 4), (3, 4, 12, 3), (2, 3, 6, 6), (4, 2, 16, 2)]  # (B, T, d, h)
+
+
+@check("transpose_qkv.loop", hidden=True)
+def split_matches_slicing(transpose_qkv, device):
+    """Does transpose_qkv match slicing head by head for several shapes?"""
+    for seed, (B, T, d, h) in enumerate(SHAPES):
+        X = random_tensor(B, T, d, seed=seed, device=device)
+        out = transpose_qkv(X, h)
+        expect_tensor(out, f"transpose_qkv of {(B, T, d)} with {h} heads", shape=(B * h, T, d // h))
+        expect_close(
+            out,
+            heads_of(X, h),
+            f"transpose_qkv of {(B, T, d)} with {h} heads",
+            labels=("batch*head", "position"),
+        )
+
+
+@check("transpose_output.loop", hidden=True)
+def merge_matches_concatenation(transpose_output, device):
+    """Does transpose_output concatenate each example's heads, for several shapes?"""
+    for seed, (B, T, d, h) in enumerate(SHAPES):
+        X = random_tensor(B, T, d, seed=seed, device=device)
+        out = transpose_output(heads_of(X, h), h)
+        expect_close(
+            out, X, f"transpose_output of {h} heads of {(B, T, d)}", labels=("batch", "position")
+        )
+
+
+def torch_copy(module, bias):
+    """An nn.MultiheadAttention holding the module's weights."""
+    d, h = module.W_q.in_features, module.num_heads
+    ref = (
+        nn.MultiheadAttention(d, h, bias=bias, batch_first=True).to(module.W_q.weight.device).eval()
+    )
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(
+            torch.cat([module.W_q.weight, module.W_k.weight, module.W_v.weight])
+        )
+        ref.out_proj.weight.copy_(module.W_o.weight)
+        if bias:
+            ref.in_proj_bias.copy_(torch.cat([module.W_q.bias, module.W_k.bias, module.W_v.bias]))
+            ref.out_proj.bias.copy_(module.W_o.bias)
+    return ref
+
+
+@check("MultiHeadAttention.torch", hidden=True)
+def matches_torch(MultiHeadAttention, device):
+    """Given the same weights, does it equal nn.MultiheadAttention to 1e-5, output and per-head weights?"""
+    cases = [
+        (8, 2, False, 1, 4, 4),
+        (16, 4, True, 3, 5, 7),
+        (12, 3, True, 2, 1, 6),
+        (6, 1, False, 2, 3, 3),
+    ]
+    for seed, (d, h, bias, B, m, n) in enumerate(cases):
+        module = build(MultiHeadAttention, d, h, 0.0, bias=bias, seed=seed, device=device)
+        ref = torch_copy(module, bias)
+        q = random_tensor(B, m, d, seed=seed, device=device)
+        kv = random_tensor(B, n, d, seed=seed + 9, device=device)
+        lens_cases = [
+            None,
+            random_lengths(B, low=1, high=n, seed=seed, device=device),
+            random_lengths(B, m, low=1, high=n, seed=seed + 1, device=device),
+        ]
+        for lens in lens_cases:
+            out = module(q, kv, kv, lens)
+            weights = module.attention_weights
+            mask = None
+            if lens is not None:
+                per_query = lens if lens.dim() == 2 else lens[:, None].expand(B, m)
+                mask = torch.arange(n, device=device) >= per_query[..., None]  # True = masked
+                mask = mask.repeat_interleave(
+                    h, dim=0
+                )  # (B*h, m, n), nn.MultiheadAttention's order
+            with torch.no_grad():
+                expected, expected_w = ref(q, kv, kv, attn_mask=mask, average_attn_weights=False)
+            what = f"d={d}, heads={h}, bias={bias}, valid_lens={None if lens is None else lens.tolist()}"
+            expect_tensor(weights, f"attention_weights ({what})", shape=(B, h, m, n))
+            expect_close(
+                out,
+                expected,
+                f"the output against nn.MultiheadAttention ({what})",
+                labels=("batch", "query"),
+            )
+            expect_close(
+                weights,
+                expected_w,
+                f"the weights against nn.MultiheadAttention ({what})",
+                labels=("batch", "head", "query"),
+            )
+
+
+@check("MultiHeadAttention.dropout", hidden=True)
+def dropout_on_weights(MultiHeadAttention, device):
+    """With dropout=1, is the attention output zero in training (output = W_o's bias) and untouched in eval?"""
+    module = build(MultiHeadAttention, 8, 2, 1.0, bias=True, seed=7, device=device)
+    ref = torch_copy(module, bias=True)
+    q = random_tensor(2, 3, 8, seed=7, device=device)
+    out = module.eval()(q, q, q)
+    with torch.no_grad():
+        expected, _ = ref(q, q, q)
+    expect_close(
+        out,
+        expected,
+        "the output in eval mode with dropout=1 (dropout must be off)",
+        labels=("batch", "query"),
+    )
+    out = module.train()(q, q, q)
+    module.eval()
+    bias = module.W_o.bias.detach().expand(2, 3, 8)
+    expect_close(
+        out,
+        bias,
+        "the output in train mode with dropout=1 (all weights dropped: W_o's bias)",
+        labels=("batch", "query"),
+    )

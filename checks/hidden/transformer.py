@@ -1,0 +1,131 @@
+"""Hidden checks for the chapter "The transformer block".
+
+References: ``torch.nn.TransformerEncoderLayer`` given the same weights (its
+slow path: the checks run with gradients enabled), LayerNorm by its formula,
+and properties (padding invariance, permutation equivariance).
+"""
+
+import torch
+from torch import nn
+
+from checks._core import check, expect_close, random_tensor
+from checks.transformer import call, layer_norm, make_block
+
+
+def to_torch(block, num_heads, device):
+    """An nn.TransformerEncoderLayer (no dropout) holding the weights of ``block``."""
+    d, d_ffn = block.norm1.normalized_shape[0], block.ffn.dense1.out_features
+    bias = block.attention.W_q.bias is not None
+    layer = nn.TransformerEncoderLayer(
+        d, num_heads, d_ffn, 0.0, batch_first=True, norm_first=block.norm_first, bias=bias
+    )
+    att = block.attention
+    pairs = [
+        (layer.self_attn.out_proj, att.W_o),
+        (layer.linear1, block.ffn.dense1),
+        (layer.linear2, block.ffn.dense2),
+        (layer.norm1, block.norm1),
+        (layer.norm2, block.norm2),
+    ]
+    with torch.no_grad():
+        layer.self_attn.in_proj_weight.copy_(
+            torch.cat([att.W_q.weight, att.W_k.weight, att.W_v.weight])
+        )
+        if bias:
+            layer.self_attn.in_proj_bias.copy_(
+                torch.cat([att.W_q.bias, att.W_k.bias, att.W_v.bias])
+            )
+        for theirs, ours in pairs:
+            theirs.weight.copy_(ours.weight)
+            if bias:
+                theirs.bias.copy_(ours.bias)
+    return layer.to(device).eval()
+
+
+def torch_output(layer, X, valid_lens):
+    padding = None
+    if valid_lens is not None:
+        padding = torch.arange(X.shape[1], device=X.device) >= valid_lens[:, None]  # True = padding
+    with torch.enable_grad():  # keep PyTorch on its slow (reference) path
+        return layer(X, src_key_padding_mask=padding).detach()
+
+
+@check("TransformerBlock.torch", hidden=True)
+def matches_torch(TransformerBlock, device):
+    """Does it match nn.TransformerEncoderLayer given the same weights, post- and pre-norm, with and without bias and padding?"""
+    for seed, (norm_first, bias) in enumerate(
+        [(False, True), (True, True), (False, False), (True, False)]
+    ):
+        block = make_block(TransformerBlock, norm_first, seed=seed, device=device, bias=bias, d=12)
+        with torch.no_grad():  # no all-zero biases: make every parameter count
+            for p in block.parameters():
+                p.add_(0.1 * random_tensor(*p.shape, seed=seed + 100, device=device))
+        layer = to_torch(block, 2, device)
+        X = random_tensor(3, 6, 12, seed=seed, device=device)
+        for lens in (None, torch.tensor([6, 4, 1], device=device)):
+            what = (
+                f"{'pre' if norm_first else 'post'}-norm, bias={bias}, "
+                f"valid_lens={None if lens is None else lens.tolist()}"
+            )
+            expect_close(
+                call(block, X, lens),
+                torch_output(layer, X, lens),
+                f"the output against nn.TransformerEncoderLayer ({what})",
+                labels=("batch", "position"),
+            )
+
+
+@check("TransformerBlock.dropout", hidden=True)
+def dropout_on_the_sublayers(TransformerBlock, device):
+    """With dropout=1 in training, is post-norm LN₂(LN₁(X)) and pre-norm X, and is eval mode untouched?"""
+    X = random_tensor(2, 5, 8, seed=7, device=device, scale=2.0)
+    lens = torch.tensor([5, 3], device=device)
+    for norm_first in (False, True):
+        block = make_block(TransformerBlock, norm_first, seed=7, device=device, dropout=1.0)
+        name = "pre-norm" if norm_first else "post-norm"
+        layer = to_torch(block, 2, device)
+        expect_close(
+            call(block.eval(), X, lens),
+            torch_output(layer, X, lens),
+            f"the {name} output in eval mode with dropout=1 (dropout must be off)",
+            labels=("batch", "position"),
+        )
+        train_out = call(block.train(), X, lens)
+        block.eval()
+        expected = X if norm_first else layer_norm(layer_norm(X, block.norm1), block.norm2)
+        expect_close(
+            train_out,
+            expected,
+            f"the {name} output in train mode with dropout=1 (each sublayer's output dropped, "
+            f"expected {'X' if norm_first else 'LN₂(LN₁(X))'})",
+            labels=("batch", "position"),
+        )
+
+
+@check("TransformerBlock.properties", hidden=True)
+def padding_and_permutations(TransformerBlock, device):
+    """Do padded positions leave valid ones unchanged, and without padding is the block permutation equivariant?"""
+    X = random_tensor(3, 7, 8, seed=8, device=device)
+    lens = torch.tensor([7, 2, 5], device=device)
+    valid = torch.arange(7, device=device) < lens[:, None]  # (B, T)
+    noise = random_tensor(3, 7, 8, seed=9, device=device, scale=5.0)
+    X_changed = torch.where(valid[..., None], X, noise)
+    perm = torch.randperm(7, generator=torch.Generator().manual_seed(8)).to(device)
+    for norm_first in (False, True):
+        block = make_block(TransformerBlock, norm_first, seed=8, device=device)
+        name = "pre-norm" if norm_first else "post-norm"
+        out = call(block, X, lens).detach()
+        changed = call(block, X_changed, lens).detach()
+        expect_close(
+            torch.where(valid[..., None], changed, 0.0),
+            torch.where(valid[..., None], out, 0.0),
+            f"{name} outputs at valid positions after changing the padded inputs",
+            labels=("batch", "position"),
+        )
+        out = call(block, X).detach()
+        expect_close(
+            call(block, X[:, perm]),
+            out[:, perm],
+            f"{name}: f(X permuted) against f(X) permuted (no padding, no positions)",
+            labels=("batch", "position"),
+        )

@@ -1,0 +1,259 @@
+"""Wrong answers to the exercises of the chapter "Causal and multi-head attention"."""
+
+import torch
+
+from solutions.multihead import transpose_output, transpose_qkv
+from tests.wrong import wrong
+
+# ----------------------------------------------------------------- causal_valid_lens
+
+
+@wrong("causal_valid_lens", "causal_valid_lens", "causal_valid_lens.mask")
+def diagonal_masked_too(X, valid_lens=None):
+    """Query t sees keys 0..t-1 only: off by one, position 0 sees nothing."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(T, device=X.device).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.minimum(lens, valid_lens[:, None])
+    return lens
+
+
+@wrong(
+    "causal_valid_lens",
+    "causal_valid_lens",
+    "causal_valid_lens.mask",
+    "causal_valid_lens.perturbation",
+)
+def one_step_ahead(X, valid_lens=None):
+    """Query t sees keys 0..t+1: the next token leaks."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(2, T + 2, device=X.device).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.minimum(lens, valid_lens[:, None])
+    return lens
+
+
+@wrong(
+    "causal_valid_lens",
+    "causal_valid_lens",
+    "causal_valid_lens.mask",
+    "causal_valid_lens.perturbation",
+)
+def padding_forgotten(X, valid_lens=None):
+    """Ignores valid_lens: queries see padded keys, and empty sequences are not empty."""
+    B, T = X.shape[0], X.shape[1]
+    return torch.arange(1, T + 1, device=X.device).repeat(B, 1)
+
+
+@wrong(
+    "causal_valid_lens",
+    "causal_valid_lens",
+    "causal_valid_lens.mask",
+    "causal_valid_lens.perturbation",
+)
+def maximum_instead_of_minimum(X, valid_lens=None):
+    """Combines the two limits with max: padding wins over causality."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(1, T + 1, device=X.device).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.maximum(lens, valid_lens[:, None])
+    return lens
+
+
+@wrong(
+    "causal_valid_lens",
+    "causal_valid_lens",
+    "causal_valid_lens.mask",
+    "causal_valid_lens.perturbation",
+)
+def padding_only(X, valid_lens=None):
+    """Every query sees the whole valid sequence: no causal mask at all."""
+    B, T = X.shape[0], X.shape[1]
+    if valid_lens is None:
+        return torch.full((B, T), T, device=X.device)
+    return valid_lens[:, None].repeat(1, T)
+
+
+@wrong("causal_valid_lens", "causal_valid_lens", "causal_valid_lens.mask")
+def float_lengths(X, valid_lens=None):
+    """Right values as floats, where the exercise asks for integer lengths (they count positions)."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(1, T + 1, device=X.device, dtype=torch.float32).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.minimum(lens, valid_lens[:, None].float())
+    return lens
+
+
+# ----------------------------------------------------------------- transpose_qkv / transpose_output
+
+
+@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+def split_without_permute(X, num_heads):
+    """Reshapes (B, T, d) straight to (B*h, T, d/h): mixes positions into heads."""
+    B, T, H = X.shape
+    return X.reshape(B * num_heads, T, H // num_heads)
+
+
+@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+def heads_major(X, num_heads):
+    """Orders the batch head-major (i*B + b) instead of example-major (b*h + i)."""
+    B, T, H = X.shape
+    X = X.reshape(B, T, num_heads, H // num_heads).permute(2, 0, 1, 3)  # (h, B, T, hs)
+    return X.reshape(B * num_heads, T, H // num_heads)
+
+
+@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+def interleaved_features(X, num_heads):
+    """Gives head i the features i, i+h, i+2h, … instead of a contiguous block."""
+    B, T, H = X.shape
+    X = X.reshape(B, T, H // num_heads, num_heads).permute(0, 3, 1, 2)  # (B, h, T, hs)
+    return X.reshape(B * num_heads, T, H // num_heads)
+
+
+@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+def heads_not_in_batch(X, num_heads):
+    """Stops at (B, h, T, d/h): the heads are never folded into the batch."""
+    B, T, H = X.shape
+    return X.reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+
+
+@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+def split_the_sequence(X, num_heads):
+    """Splits positions, not features: (B, T, d) -> (B*h, T/h, d)."""
+    B, T, H = X.shape
+    return X.reshape(B * num_heads, T // num_heads, H)
+
+
+@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+def merge_without_permute(X, num_heads):
+    """Reshapes (B*h, T, hs) straight to (B, T, h*hs)."""
+    BH, T, hs = X.shape
+    return X.reshape(BH // num_heads, T, num_heads * hs)
+
+
+@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+def merge_heads_major(X, num_heads):
+    """Reads the batch as head-major (i*B + b)."""
+    BH, T, hs = X.shape
+    X = X.reshape(num_heads, BH // num_heads, T, hs).permute(1, 2, 0, 3)  # (B, T, h, hs)
+    return X.reshape(BH // num_heads, T, num_heads * hs)
+
+
+@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+def merge_interleaved(X, num_heads):
+    """Interleaves the heads' features instead of concatenating them."""
+    BH, T, hs = X.shape
+    X = X.reshape(BH // num_heads, num_heads, T, hs).permute(0, 2, 3, 1)  # (B, T, hs, h)
+    return X.reshape(BH // num_heads, T, num_heads * hs)
+
+
+@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+def merge_wrong_axes(X, num_heads):
+    """Permutes (0, 1, 3, 2): positions and heads swapped, features scrambled."""
+    BH, T, hs = X.shape
+    X = X.reshape(BH // num_heads, num_heads, T, hs).permute(0, 2, 1, 3).transpose(1, 2)
+    return X.reshape(BH // num_heads, T, num_heads * hs)
+
+
+@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+def merge_keeps_heads(X, num_heads):
+    """Returns (B, h, T, hs): the heads are never concatenated."""
+    BH, T, hs = X.shape
+    return X.reshape(BH // num_heads, num_heads, T, hs)
+
+
+# ----------------------------------------------------------------- MultiHeadAttention
+
+
+@wrong("MultiHeadAttention", "MultiHeadAttention.torch")
+def lengths_repeated_not_interleaved(self, queries, keys, values, valid_lens=None):
+    """torch.repeat copies the whole batch h times: head i of example b gets the wrong lengths."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = valid_lens.repeat(self.num_heads, *[1] * (valid_lens.dim() - 1))
+    output = self.attention(queries, keys, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+def no_output_projection(self, queries, keys, values, valid_lens=None):
+    """Forgets W_o after merging the heads."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    return transpose_output(self.attention(queries, keys, values, valid_lens), self.num_heads)
+
+
+@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+def one_big_head(self, queries, keys, values, valid_lens=None):
+    """Never splits: one head of size d, scaled by √d instead of √(d/h)."""
+    self.attention(self.W_q(queries), self.W_k(keys), self.W_v(values), valid_lens)
+    weights = self.attention.attention_weights
+    self.attention.attention_weights = weights.repeat_interleave(self.num_heads, dim=0)
+    return self.W_o(torch.bmm(weights, self.W_v(values)))
+
+
+@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+def keys_projected_with_w_q(self, queries, keys, values, valid_lens=None):
+    """Uses W_q on the keys: right only if W_q = W_k."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_q(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+def merged_by_plain_reshape(self, queries, keys, values, valid_lens=None):
+    """Merges the heads with reshape(B, m, d), which scrambles positions and heads."""
+    B, m, d = queries.shape
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys, values, valid_lens)
+    return self.W_o(output.reshape(B, m, d))
+
+
+@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+def padding_dropped(self, queries, keys, values, valid_lens=None):
+    """Never passes the lengths on: padded keys get weight."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    output = self.attention(queries, keys, values)
+    return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong("MultiHeadAttention", "MultiHeadAttention.dropout")
+def dropout_after_merging(self, queries, keys, values, valid_lens=None):
+    """Drops the merged output instead of the weights (and keeps dropping in eval)."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    p = self.attention.dropout.p
+    self.attention.dropout.p = 0.0
+    output = transpose_output(self.attention(queries, keys, values, valid_lens), self.num_heads)
+    self.attention.dropout.p = p
+    return self.W_o(torch.nn.functional.dropout(output, p, training=True))
+
+
+@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+def lengths_flattened(self, queries, keys, values, valid_lens=None):
+    """repeat_interleave without dim=0: fine for (B,) lengths, flattens (B, m) ones."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads)
+    output = self.attention(queries, keys, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads))

@@ -1,0 +1,137 @@
+"""Wrong answers to the exercises of the chapter "Self-attention and positional encoding"."""
+
+import math
+
+import torch
+
+from solutions.masking import masked_softmax
+from tests.wrong import wrong
+
+# ----------------------------------------------------------------- SelfAttention
+
+
+@wrong("SelfAttention", "SelfAttention.values")
+def keys_from_the_query_projection(self, X, valid_lens=None):
+    """Uses W_q for the keys too, so every score is a squared norm-like qᵢ·qⱼ."""
+    queries, keys, values = self.W_q(X), self.W_q(X), self.W_v(X)
+    return self.attention(queries, keys, values, valid_lens)
+
+
+@wrong("SelfAttention", "SelfAttention", "SelfAttention.values")
+def values_not_projected(self, X, valid_lens=None):
+    """Attends over X itself instead of X W_vᵀ."""
+    return self.attention(self.W_q(X), self.W_k(X), X, valid_lens)
+
+
+@wrong("SelfAttention", "SelfAttention.values")
+def scaled_by_the_input_size(self, X, valid_lens=None):
+    """Divides the scores by √D_X instead of √D_Q."""
+    queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(X.shape[-1])
+    self.attention.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.attention.dropout(self.attention.attention_weights), values)
+
+
+@wrong("SelfAttention", "SelfAttention.values")
+def queries_and_keys_swapped(self, X, valid_lens=None):
+    """Scores K Qᵀ: row i holds kᵢ·qⱼ, the transpose of the right scores."""
+    queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
+    return self.attention(keys, queries, values, valid_lens)
+
+
+@wrong("SelfAttention", "SelfAttention", "SelfAttention.values")
+def padding_ignored(self, X, valid_lens=None):
+    """Never passes valid_lens on, so padded positions get weight."""
+    return self.attention(self.W_q(X), self.W_k(X), self.W_v(X))
+
+
+@wrong("SelfAttention", "SelfAttention.values")
+def softmax_over_queries(self, X, valid_lens=None):
+    """Normalises each column (over the queries) instead of each row."""
+    queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    weights = masked_softmax(scores.transpose(1, 2), valid_lens).transpose(1, 2)
+    self.attention.attention_weights = weights
+    return torch.bmm(self.attention.dropout(weights), values)
+
+
+@wrong("SelfAttention", "SelfAttention.dropout")
+def dropout_always_on(self, X, valid_lens=None):
+    """Functional dropout with training=True: still dropping weights in eval mode."""
+    queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    self.attention.attention_weights = masked_softmax(scores, valid_lens)
+    p = self.attention.dropout.p
+    dropped = torch.nn.functional.dropout(self.attention.attention_weights, p, training=True)
+    return torch.bmm(dropped, values)
+
+
+# ----------------------------------------------------------------- positional_encoding
+
+
+@wrong("positional_encoding", "positional_encoding", "positional_encoding.formula")
+def sine_and_cosine_swapped(max_len, num_hiddens):
+    """Cosines in the even columns, sines in the odd ones."""
+    positions = torch.arange(max_len, dtype=torch.float32)[:, None]
+    angles = positions / torch.pow(10000.0, torch.arange(0, num_hiddens, 2) / num_hiddens)
+    P = torch.empty(max_len, num_hiddens)
+    P[:, 0::2], P[:, 1::2] = torch.cos(angles), torch.sin(angles)
+    return P
+
+
+@wrong("positional_encoding", "positional_encoding", "positional_encoding.formula")
+def exponent_j_over_d(max_len, num_hiddens):
+    """Uses 10000^(j/d) for pair j, not 10000^(2j/d): frequencies fall too slowly."""
+    positions = torch.arange(max_len, dtype=torch.float32)[:, None]
+    angles = positions / torch.pow(10000.0, torch.arange(num_hiddens // 2) / num_hiddens)
+    P = torch.empty(max_len, num_hiddens)
+    P[:, 0::2], P[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return P
+
+
+@wrong("positional_encoding", "positional_encoding.formula", "positional_encoding.properties")
+def halves_not_interleaved(max_len, num_hiddens):
+    """All sines in the first half of the columns, all cosines in the second."""
+    positions = torch.arange(max_len, dtype=torch.float32)[:, None]
+    angles = positions / torch.pow(10000.0, torch.arange(0, num_hiddens, 2) / num_hiddens)
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
+
+
+@wrong("positional_encoding", "positional_encoding", "positional_encoding.properties")
+def positions_from_one(max_len, num_hiddens):
+    """Counts positions from 1, so P[0] is not (0, 1, 0, 1, …)."""
+    positions = torch.arange(1, max_len + 1, dtype=torch.float32)[:, None]
+    angles = positions / torch.pow(10000.0, torch.arange(0, num_hiddens, 2) / num_hiddens)
+    P = torch.empty(max_len, num_hiddens)
+    P[:, 0::2], P[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return P
+
+
+@wrong("positional_encoding", "positional_encoding.formula", "positional_encoding.properties")
+def own_frequency_for_the_cosine(max_len, num_hiddens):
+    """Gives column 2j+1 the exponent (2j+1)/d, so a pair no longer shares a frequency."""
+    positions = torch.arange(max_len, dtype=torch.float32)[:, None]
+    angles = positions / torch.pow(10000.0, torch.arange(num_hiddens) / num_hiddens)
+    P = torch.sin(angles)
+    P[:, 1::2] = torch.cos(angles[:, 1::2])
+    return P
+
+
+@wrong("positional_encoding", "positional_encoding", "positional_encoding.formula")
+def multiplied_by_the_power(max_len, num_hiddens):
+    """i · 10000^(2j/d) instead of i / 10000^(2j/d)."""
+    positions = torch.arange(max_len, dtype=torch.float32)[:, None]
+    angles = positions * torch.pow(10000.0, torch.arange(0, num_hiddens, 2) / num_hiddens)
+    P = torch.empty(max_len, num_hiddens)
+    P[:, 0::2], P[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return P
+
+
+@wrong("positional_encoding", "positional_encoding", "positional_encoding.formula")
+def float64_table(max_len, num_hiddens):
+    """Right values, but float64: adding it to float32 inputs silently upcasts them."""
+    positions = torch.arange(max_len, dtype=torch.float64)[:, None]
+    angles = positions / torch.pow(10000.0, torch.arange(0, num_hiddens, 2) / num_hiddens)
+    P = torch.empty(max_len, num_hiddens, dtype=torch.float64)
+    P[:, 0::2], P[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return P

@@ -1,0 +1,126 @@
+"""Wrong answers to the exercise of the chapter "The transformer block"."""
+
+from tests.wrong import wrong
+
+
+@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+def norm_placement_swapped(self, X, valid_lens=None):
+    """Post-norm when norm_first is True and pre-norm when it is False."""
+    if not self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y, valid_lens))
+        X = X + self.dropout(self.ffn(self.norm2(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+        X = self.norm2(X + self.dropout(self.ffn(X)))
+    return X
+
+
+@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+def pre_norm_normalises_the_stream(self, X, valid_lens=None):
+    """Pre-norm that normalises the residual stream itself: X = LN(X); X = X + f(X)."""
+    if self.norm_first:
+        X = self.norm1(X)
+        X = X + self.dropout(self.attention(X, X, X, valid_lens))
+        X = self.norm2(X)
+        X = X + self.dropout(self.ffn(X))
+    else:
+        X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+        X = self.norm2(X + self.dropout(self.ffn(X)))
+    return X
+
+
+@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+def no_residual_around_attention(self, X, valid_lens=None):
+    """Forgets to add X back around the attention sublayer."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = self.dropout(self.attention(Y, Y, Y, valid_lens))
+        X = X + self.dropout(self.ffn(self.norm2(X)))
+    else:
+        X = self.norm1(self.dropout(self.attention(X, X, X, valid_lens)))
+        X = self.norm2(X + self.dropout(self.ffn(X)))
+    return X
+
+
+@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+def no_residual_around_the_ffn(self, X, valid_lens=None):
+    """Forgets to add X back around the feed-forward sublayer."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y, valid_lens))
+        X = self.dropout(self.ffn(self.norm2(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+        X = self.norm2(self.dropout(self.ffn(X)))
+    return X
+
+
+@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+def one_norm_for_both(self, X, valid_lens=None):
+    """Uses norm1 for both sublayers; norm2 is never used."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y, valid_lens))
+        X = X + self.dropout(self.ffn(self.norm1(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+        X = self.norm1(X + self.dropout(self.ffn(X)))
+    return X
+
+
+@wrong(
+    "TransformerBlock",
+    "TransformerBlock.torch",
+    "TransformerBlock.dropout",
+    "TransformerBlock.properties",
+)
+def padding_ignored(self, X, valid_lens=None):
+    """Never passes valid_lens to the attention, so padded positions are attended to."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y))
+        X = X + self.dropout(self.ffn(self.norm2(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.attention(X, X, X)))
+        X = self.norm2(X + self.dropout(self.ffn(X)))
+    return X
+
+
+@wrong("TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+def ffn_without_activation(self, X, valid_lens=None):
+    """Calls dense1 and dense2 directly and forgets the ReLU: the FFN is one linear map."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y, valid_lens))
+        X = X + self.dropout(self.ffn.dense2(self.ffn.dense1(self.norm2(X))))
+    else:
+        X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+        X = self.norm2(X + self.dropout(self.ffn.dense2(self.ffn.dense1(X))))
+    return X
+
+
+@wrong("TransformerBlock", "TransformerBlock.dropout")
+def dropout_on_the_sum(self, X, valid_lens=None):
+    """Drops the residual sum instead of the sublayer's output, so dropout also hits X."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = self.dropout(X + self.attention(Y, Y, Y, valid_lens))
+        X = self.dropout(X + self.ffn(self.norm2(X)))
+    else:
+        X = self.norm1(self.dropout(X + self.attention(X, X, X, valid_lens)))
+        X = self.norm2(self.dropout(X + self.ffn(X)))
+    return X
+
+
+@wrong("TransformerBlock", "TransformerBlock.dropout")
+def no_dropout_on_the_sublayers(self, X, valid_lens=None):
+    """Leaves out self.dropout: only the attention weights are ever dropped."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.attention(Y, Y, Y, valid_lens)
+        X = X + self.ffn(self.norm2(X))
+    else:
+        X = self.norm1(X + self.attention(X, X, X, valid_lens))
+        X = self.norm2(X + self.ffn(X))
+    return X
