@@ -1,4 +1,4 @@
-"""``python -m autograder``: export, release and grade."""
+"""``python -m autograder``: export, release, grade and stage the book."""
 
 from __future__ import annotations
 
@@ -21,20 +21,68 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("release", help="generate student notebooks with nbgrader")
     p.add_argument("chapters", nargs="*", help="chapters to release (default: all)")
     p.add_argument("--course-dir", type=Path, default=Path("_course"))
+    p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
 
-    p = sub.add_parser("grade", help="autograde submissions and write grades.csv")
-    p.add_argument(
-        "submissions", type=Path, help="nbgrader-style folder or flat folder of <student_id>.ipynb"
+    p = sub.add_parser(
+        "grade",
+        help="autograde submissions in parallel and write grades.csv",
+        description=(
+            "Autograde a folder of submissions: a flat folder of <student_id>.ipynb, "
+            "nbgrader's <student>/<chapter>/ layout, an nbgrader exchange (inbound/), or an "
+            "LMS download (one <student>.zip or <student>/ folder each, or one zip of them). "
+            "A rerun skips submissions already graded and unchanged."
+        ),
     )
+    p.add_argument("submissions", type=Path, help="folder (or zip) of submissions")
     p.add_argument("--assignment", help="chapter name; inferred from the notebooks if omitted")
     p.add_argument("--course-dir", type=Path, default=Path("_course"))
     p.add_argument("--output", type=Path, default=Path("grades.csv"))
+    p.add_argument("--problems", type=Path, help="where to list ungradable submissions")
+    p.add_argument("--jobs", "-j", type=int, help="parallel graders (default: available cores)")
+    p.add_argument("--db", help="gradebook URL, e.g. postgresql://user@host/db (default: SQLite)")
+    p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default 60)")
+    p.add_argument(
+        "--notebook-timeout", type=int, default=600, help="seconds per notebook (default 600)"
+    )
+    p.add_argument("--memory", type=int, default=4096, help="MiB per notebook (default 4096)")
+    p.add_argument("--shard", help="grade only shard i of n, as i/n (several machines, one --db)")
+    p.add_argument("--force", action="store_true", help="regrade what is already graded")
+
+    p = sub.add_parser("feedback", help="per-student HTML feedback, hidden test code left out")
+    p.add_argument("chapter", nargs="?", help="one chapter (default: every graded chapter)")
+    p.add_argument("--student", help="one student (default: all)")
+    p.add_argument("--course-dir", type=Path, default=Path("_course"))
+    p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
+
+    p = sub.add_parser("summary", help="which exercises students fail most: table, CSV and plot")
+    p.add_argument("chapter", nargs="?", help="one chapter (default: all)")
+    p.add_argument("--course-dir", type=Path, default=Path("_course"))
+    p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
+    p.add_argument("--output", type=Path, default=Path("summary.csv"))
+    p.add_argument("--plot", type=Path, default=Path("summary.png"))
+
+    p = sub.add_parser("gradescope", help="build a Gradescope autograder bundle for a chapter")
+    p.add_argument("chapter")
+    p.add_argument("--course-dir", type=Path, default=Path("_course"))
+    p.add_argument("--output", type=Path, help="default: _course/gradescope/<chapter>.zip")
+    p.add_argument(
+        "--hidden-visibility",
+        default="after_published",
+        choices=["hidden", "after_due_date", "after_published", "visible"],
+        help="when students see the results of hidden tests (default: after_published)",
+    )
 
     p = sub.add_parser("execute", help="re-execute chapter notebooks in place (their outputs)")
     p.add_argument("notebooks", nargs="*", type=Path)
 
-    p = sub.add_parser("stage-book", help="write the reader edition of the book for jupyter-book")
+    p = sub.add_parser("stage-book", help="write an edition of the book for jupyter-book")
     p.add_argument("dest", type=Path)
+    p.add_argument(
+        "--edition",
+        choices=["reader", "student"],
+        default="reader",
+        help="reader: solutions behind a toggle (default); student: no solution text at all",
+    )
 
     args = parser.parse_args(argv)
     if args.command == "export":
@@ -44,12 +92,47 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "release":
         from autograder.course import Course
 
-        Course(args.course_dir).release(args.chapters or None)
+        Course(args.course_dir, db_url=args.db).release(args.chapters or None)
         return 0
     if args.command == "grade":
         from autograder.course import Course
 
-        return Course(args.course_dir).grade(args.submissions, args.assignment, args.output)
+        course = Course(args.course_dir, timeout=args.cell_timeout, db_url=args.db)
+        return course.grade(
+            args.submissions,
+            args.assignment,
+            args.output,
+            jobs=args.jobs,
+            notebook_timeout=args.notebook_timeout,
+            memory_mb=args.memory,
+            force=args.force,
+            shard=args.shard,
+            problems=args.problems,
+        )
+    if args.command == "feedback":
+        from autograder.course import Course
+        from autograder.reports import feedback
+
+        pages = feedback(Course(args.course_dir, db_url=args.db), args.chapter, args.student)
+        print(f"wrote {len(pages)} feedback page(s) under {args.course_dir / 'feedback'}")
+        return 0
+    if args.command == "summary":
+        from autograder.course import Course
+        from autograder.reports import summary
+
+        rows = summary(
+            Course(args.course_dir, db_url=args.db), args.chapter, args.output, args.plot
+        )
+        return 0 if rows else 1
+    if args.command == "gradescope":
+        from autograder.course import Course
+        from autograder.gradescope import build
+
+        course = Course(args.course_dir)
+        output = args.output or course.root / "gradescope" / f"{args.chapter}.zip"
+        path = build(course, args.chapter, output, hidden_visibility=args.hidden_visibility)
+        print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
+        return 0
     if args.command == "execute":
         from autograder.execute import execute
 
@@ -58,6 +141,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "stage-book":
         from autograder.editions import stage_book
 
-        stage_book(args.dest)
+        stage_book(args.dest, edition=args.edition)
         return 0
     return 2

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import csv
 import functools
-import json
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -37,6 +38,7 @@ CONFIG = """\
 c = get_config()  # noqa: F821
 c.CourseDirectory.root = {root!r}
 c.CourseDirectory.course_id = {course_id!r}
+c.CourseDirectory.db_url = {db_url!r}
 # Students' notebooks may name another kernel; always grade with this environment's.
 c.Execute.kernel_name = "python3"
 c.Execute.timeout = {timeout}
@@ -52,15 +54,45 @@ class GradingError(RuntimeError):
 
 
 class Course:
-    def __init__(self, root: Path = Path("_course"), *, timeout: int = 60):
+    def __init__(
+        self, root: Path = Path("_course"), *, timeout: int = 60, db_url: str | None = None
+    ):
         self.root = Path(root).resolve()
         self.timeout = timeout
+        self.course_id = COURSE_ID
+        self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}"
 
     # ------------------------------------------------------------ nbgrader
     def _write_config(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        text = CONFIG.format(root=str(self.root), course_id=COURSE_ID, timeout=self.timeout)
+        text = CONFIG.format(
+            root=str(self.root), course_id=COURSE_ID, db_url=self.db_url, timeout=self.timeout
+        )
         (self.root / "nbgrader_config.py").write_text(text)
+
+    def template_gradebook(self, chapter: str) -> Path:
+        """A gradebook holding only ``chapter``'s assignment, for the grading workers to copy."""
+        notebook = self.root / "source" / chapter / f"{chapter}.ipynb"
+        digest = hashlib.sha256(notebook.read_bytes()).hexdigest()[:16]
+        templates = self.root / ".grading" / "templates"
+        path = templates / f"{chapter}-{digest}.db"
+        if path.exists():
+            return path
+        scratch = templates / f"scratch-{chapter}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.copytree(self.root / "source" / chapter, scratch / "source" / chapter)
+        partial = path.with_suffix(".partial")
+        partial.unlink(missing_ok=True)
+        self.nbgrader(
+            "generate_assignment",
+            chapter,
+            "--force",
+            f"--CourseDirectory.root={scratch}",
+            f"--CourseDirectory.db_url=sqlite:///{partial}",
+        )
+        partial.rename(path)
+        shutil.rmtree(scratch, ignore_errors=True)
+        return path
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run an nbgrader command in the course directory, without the repository on the path."""
@@ -146,83 +178,82 @@ class Course:
             }
         )
 
-    def infer_chapter(self, path: Path) -> str | None:
-        """The chapter whose graded cells a submitted notebook shares most, if any."""
-        try:
-            nb = json.loads(path.read_text())
-            ids = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb["cells"]}
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return None
-        best = max(nbs.chapter_names(), key=lambda ch: len(ids & self.grade_ids(ch)))
-        return best if ids & self.grade_ids(best) else None
+    def grade(
+        self,
+        submissions: Path,
+        assignment: str | None,
+        output: Path,
+        *,
+        jobs: int | None = None,
+        cell_timeout: int | None = None,
+        notebook_timeout: int = 600,
+        memory_mb: int = 4096,
+        force: bool = False,
+        shard: str | None = None,
+        problems: Path | None = None,
+    ) -> int:
+        """Collect, autograde in parallel, and export ``grades.csv`` (see autograder.grading)."""
+        from autograder import grading
 
-    def collect(self, submissions: Path, assignment: str | None) -> list[tuple[str, str, Path]]:
-        """(student, chapter, notebook) for a flat folder or an nbgrader ``submitted`` layout."""
-        submissions = Path(submissions)
-        if not submissions.is_dir():
-            raise SystemExit(f"{submissions} is not a folder of submissions")
-        found = []
-        flat = sorted(submissions.glob("*.ipynb"))
-        if flat:
-            for path in flat:
-                chapter = assignment or self.infer_chapter(path)
-                if chapter is None:
-                    print(
-                        f"skipped {path.name}: cannot tell which chapter it answers "
-                        "(not a notebook of this course?); pass --assignment",
-                        file=sys.stderr,
-                    )
-                    continue
-                found.append((path.stem, chapter, path))
-            return found
-        for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir()):
-            for chapter_dir in sorted(p for p in student_dir.iterdir() if p.is_dir()):
-                if assignment and chapter_dir.name != assignment:
-                    continue
-                notebooks = sorted(chapter_dir.glob("*.ipynb"))
-                if notebooks:
-                    found.append((student_dir.name, chapter_dir.name, notebooks[0]))
-        return found
-
-    def grade(self, submissions: Path, assignment: str | None, output: Path) -> int:
-        entries = self.collect(submissions, assignment)
+        scratch = self.root / ".grading" / "collected"
+        shutil.rmtree(scratch, ignore_errors=True)
+        entries = grading.collect(Path(submissions), assignment, scratch)
         if not entries:
             print(f"no submissions found in {submissions}", file=sys.stderr)
             return 1
-        chapters = sorted({chapter for _, chapter, _ in entries})
-        unknown = set(chapters) - set(nbs.chapter_names())
+        for sub in entries:
+            grading.prepare(sub, self.infer_chapter_of)
+        unknown = {s.chapter for s in entries if s.chapter} - set(nbs.chapter_names())
         if unknown:
             raise SystemExit(f"unknown chapter(s): {', '.join(sorted(unknown))}")
         self._write_config()
+        chapters = sorted({s.chapter for s in entries if s.chapter})
         missing = [ch for ch in chapters if not (self.root / "release" / ch).is_dir()]
         if missing:
             self.release(missing)
-        for student, chapter, path in entries:
-            dest = self.root / "submitted" / student / chapter
-            dest.mkdir(parents=True, exist_ok=True)
-            # Only the notebook travels: a student's own checks/ or solutions/ never reach the grader.
-            shutil.copyfile(path, dest / f"{chapter}.ipynb")
-        for chapter in chapters:
-            students = {s for s, ch, _ in entries if ch == chapter}
-            others = sorted(
-                p.name
-                for p in (self.root / "submitted").iterdir()
-                if (p / chapter).is_dir() and p.name not in students
-            )
-            # One nbgrader process grades every student of this run; the others are left alone.
-            args = ["autograde", chapter, "--force"]
-            if others:
-                args.append(f"--CourseDirectory.student_id_exclude={','.join(others)}")
-            result = self.nbgrader(*args, check=False)
-            if result.returncode != 0:
-                print(
-                    f"nbgrader reported errors for {chapter}:\n{result.stderr[-3000:]}",
-                    file=sys.stderr,
-                )
+        settings = grading.Settings(
+            jobs=jobs or grading.default_jobs(),
+            cell_timeout=cell_timeout or self.timeout,
+            notebook_timeout=notebook_timeout,
+            memory_mb=memory_mb,
+            force=force,
+            shard=grading.parse_shard(shard),
+        )
+        start = time.monotonic()
+        stats = grading.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))
+        self.last_stats = stats
+        elapsed = time.monotonic() - start
         output = Path(output).resolve()
         self.nbgrader("export", f"--to={output}")
-        self._print_summary(output, {(s, ch) for s, ch, _ in entries})
+        problems = Path(problems) if problems else output.with_name("problems.csv")
+        grading.write_problems(problems, stats["failed"])
+        print(
+            f"graded {stats['graded']}, problems {stats['problems']}, skipped {stats['skipped']} "
+            f"in {elapsed:.1f} s with {settings.jobs} job(s)"
+        )
+        self._print_summary(output, {(s.student, s.chapter) for s in entries})
+        if stats["changed"]:
+            print(
+                "warning: files in the course folder changed while grading (a submission writing "
+                "outside its folder?). Grading used a private copy; the grader's own files were "
+                "restored:",
+                file=sys.stderr,
+            )
+            for line in stats["changed"]:
+                print(f"  {line}", file=sys.stderr)
+        if stats["failed"]:
+            print(
+                f"{len(stats['failed'])} submission(s) could not be graded fully; see {problems}:"
+            )
+            for sub, problem in stats["failed"]:
+                print(f"  {sub.student:<24} {sub.chapter or '?':<20} {problem}")
         return 0
+
+    def infer_chapter_of(self, nb) -> str | None:
+        """The chapter whose graded cells a notebook shares most, if any."""
+        ids = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in nb.cells}
+        best = max(nbs.chapter_names(), key=lambda ch: len(ids & self.grade_ids(ch)))
+        return best if ids & self.grade_ids(best) else None
 
     @staticmethod
     def _print_summary(path: Path, graded: set[tuple[str, str]]) -> None:

@@ -1,9 +1,10 @@
-"""Stage the book for jupyter-book: the reader edition of every chapter.
+"""Stage the book for jupyter-book, in one of two editions, and serve its downloads.
 
 The chapter notebooks under ``book/`` are nbgrader *source* notebooks: full
-solutions between markers, hidden tests, model answers. Readers should see
-each exercise as a student does, with the reference solution one click away.
-``stage_book`` writes a copy of the book in which, for every notebook:
+solutions between markers, hidden tests, model answers. ``stage_book`` writes
+a copy of the book in which, for every notebook:
+
+*Reader edition* (the default; ``make book``)
 
 - an autograded answer cell becomes two cells: the stub nbgrader would hand
   out (shown, not executed: it raises ``NotImplementedError``), then the
@@ -13,27 +14,57 @@ each exercise as a student does, with the reference solution one click away.
 - hidden tests are removed; visible self-checks stay and run;
 - ``#@save`` lines and nbgrader metadata are dropped.
 
+*Student edition* (``make book EDITION=student``), for courses that grade: no
+solution text at all.
+
+- an autograded answer cell becomes its stub (shown, not executed), then a
+  cell tagged ``remove-cell`` that *imports* the reference from the generated
+  ``solutions`` package (``from solutions.masking import masked_softmax``),
+  so that later cells still run and show their outputs. An answer that is not
+  saved to ``solutions/`` (a one-line value) runs in that hidden cell as it is;
+- a manually graded answer becomes the prompt alone;
+- the hidden cells carry ``metadata.edition = "student-reference"`` and the
+  Sphinx extension below drops them from the downloadable notebooks;
+- launch and edit buttons (which point at the repository's source notebooks)
+  are turned off.
+
+This module is also a small Sphinx extension (``sphinx: extra_extensions`` in
+``_config.yml``): for every notebook page it writes a MyST Markdown copy next
+to the downloadable ``.ipynb`` in ``_sources/`` and adds a ".md" download
+button, which Jupyter Book 1 offers only for pages written in Markdown. It
+also keeps the pages free of console errors: it drops sphinx-thebe's scripts
+(Thebe is off, and its inline config is emitted twice), and gives them an
+empty icon so that browsers do not ask for a missing ``/favicon.ico``.
+
 Files are written only when their content changes, so that Sphinx and the
 execution cache see unchanged pages as unchanged.
 """
 
 from __future__ import annotations
 
+import ast
 import copy
+import json
+import re
 import shutil
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import ClearSolutions
+import yaml
 
 from autograder import notebooks as nbs
 
 COPIED = ["_config.yml", "_toc.yml", "references.bib"]
 STATIC = ["_static", "_vendor"]
+EDITIONS = ("reader", "student")
+INTERNAL = "student-reference"  # metadata.edition of the student edition's hidden cells
+KEEP = ("mystnb", "tags")  # code-cell metadata kept in the .md download
 
 
 def stub_source(source: str) -> str:
     """The source nbgrader's ``generate_assignment`` hands to students."""
+    from nbgrader.preprocessors import ClearSolutions
+
     cell = nbformat.v4.new_code_cell(source)
     ClearSolutions()._replace_solution_region(cell, "python")
     return nbs.strip_lines(cell.source, lambda s: bool(nbs.SAVE_LINE.match(s)))
@@ -48,25 +79,70 @@ def _is_code(line: str) -> bool:
     return bool(line.strip()) and not line.strip().startswith("#")
 
 
-def reader_cells(nb: nbformat.NotebookNode) -> list:
+def defined_names(source: str) -> list[str]:
+    """Top-level names a cell binds: functions, classes, assignments and imports."""
+    names = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                names.append(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names += [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+    return list(dict.fromkeys(names))
+
+
+def reference_source(original) -> str:
+    """What the student edition runs, unseen, in place of a solution cell."""
+    module = nbs.saved_module(original)
+    solution = nbs.without_markers(original.source)
+    if module is None:
+        return solution  # not in solutions/: run it as it is (removed from every output)
+    names = ", ".join(sorted(defined_names(solution), key=str.lower))
+    return f"from solutions.{module} import {names}  # the reference, in place of the stub above"
+
+
+def _stub_cell(original, cell):
+    stub = copy.deepcopy(cell)
+    stub.source, stub.outputs, stub.execution_count = stub_source(original.source), [], None
+    if "id" in stub:
+        stub.id = f"{original.id}-stub"
+    return _tagged(stub, "skip-execution")
+
+
+def edition_cells(nb: nbformat.NotebookNode, edition: str = "reader") -> list:
+    if edition not in EDITIONS:
+        raise ValueError(f"unknown edition {edition!r}; the editions are {EDITIONS}")
+    student = edition == "student"
     cells = []
     for original in nb.cells:
         cell = copy.deepcopy(original)
         cell.metadata.pop("nbgrader", None)
         if original.cell_type == "code" and nbs.is_solution(original):
-            stub = copy.deepcopy(cell)
-            stub.source, stub.outputs, stub.execution_count = stub_source(original.source), [], None
-            if "id" in stub:
-                stub.id = f"{original.id}-stub"
-            solution = cell
-            solution.source = nbs.without_markers(original.source)
-            cells += [_tagged(stub, "skip-execution"), _tagged(solution, "hide-input")]
+            stub = _stub_cell(original, cell)
+            if student:
+                hidden = nbformat.v4.new_code_cell(reference_source(original))
+                hidden.metadata = {"tags": ["remove-cell"], "edition": INTERNAL}
+                if "id" in cell:
+                    hidden.id = original.id
+                else:
+                    hidden.pop("id", None)
+                cells += [stub, hidden]
+            else:
+                cell.source = nbs.without_markers(original.source)
+                cells += [stub, _tagged(cell, "hide-input")]
         elif original.cell_type == "markdown" and nbs.is_solution(original):
-            cell.source = (
-                "**Your answer:** write it in your copy of the notebook, then compare.\n\n"
-                "```{admonition} A model answer\n:class: dropdown\n\n"
-                f"{original.source.strip()}\n```"
-            )
+            if student:
+                cell.source = "**Your answer:** write it in your copy of the notebook."
+            else:
+                cell.source = (
+                    "**Your answer:** write it in your copy of the notebook, then compare.\n\n"
+                    "```{admonition} A model answer\n:class: dropdown\n\n"
+                    f"{original.source.strip()}\n```"
+                )
             cells.append(cell)
         elif original.cell_type == "code" and nbs.is_test(original):
             visible = nbs.without_hidden_tests(original.source)
@@ -79,6 +155,28 @@ def reader_cells(nb: nbformat.NotebookNode) -> list:
         else:
             cells.append(cell)
     return cells
+
+
+def reader_cells(nb: nbformat.NotebookNode) -> list:
+    return edition_cells(nb, "reader")
+
+
+def student_cells(nb: nbformat.NotebookNode) -> list:
+    return edition_cells(nb, "student")
+
+
+def edition_config(text: str, edition: str) -> str:
+    """The staged ``_config.yml``: as written for the reader; trimmed for students."""
+    if edition == "reader":
+        return text
+    config = yaml.safe_load(text)
+    config["title"] = f"{config.get('title', '')} (student edition)".strip()
+    config.pop("launch_buttons", None)  # they open the source notebooks, solutions included
+    html = config.setdefault("html", {})
+    html["use_edit_page_button"] = False
+    return "# Staged by `python -m autograder stage-book --edition student`.\n" + yaml.safe_dump(
+        config, allow_unicode=True, sort_keys=False
+    )
 
 
 def _write_if_changed(path: Path, data: bytes) -> None:
@@ -97,11 +195,16 @@ def _sync_tree(src: Path, dest: Path) -> None:
                 shutil.copy2(path, target)
 
 
-def stage_book(dest: Path, root: Path = nbs.ROOT) -> None:
+def stage_book(dest: Path, root: Path = nbs.ROOT, edition: str = "reader") -> None:
+    if edition not in EDITIONS:
+        raise ValueError(f"unknown edition {edition!r}; the editions are {EDITIONS}")
     dest = dest.resolve()
     dest.mkdir(parents=True, exist_ok=True)
     for name in COPIED:
-        _write_if_changed(dest / name, (root / name).read_bytes())
+        data = (root / name).read_bytes()
+        if name == "_config.yml":
+            data = edition_config(data.decode(), edition).encode()
+        _write_if_changed(dest / name, data)
     for name in STATIC:
         if (root / name).is_dir():
             _sync_tree(root / name, dest / name)
@@ -111,7 +214,106 @@ def stage_book(dest: Path, root: Path = nbs.ROOT) -> None:
         target = dest / path.relative_to(root)
         if path.suffix == ".ipynb":
             nb = nbs.read(path)
-            nb.cells = reader_cells(nb)
+            nb.cells = edition_cells(nb, edition)
             _write_if_changed(target, nbformat.writes(nb).encode())
         else:
             _write_if_changed(target, path.read_bytes())
+
+
+# ---------------------------------------------------------------- downloads (Sphinx extension)
+
+
+def downloadable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook a reader downloads: without the student edition's hidden cells."""
+    nb = copy.deepcopy(nb)
+    nb.cells = [c for c in nb.cells if c.metadata.get("edition") != INTERNAL]
+    return nb
+
+
+def to_myst(nb: nbformat.NotebookNode) -> str:
+    """The notebook as a MyST Markdown notebook (jupytext's ``myst`` format), without outputs."""
+    kernel = nb.metadata.get("kernelspec") or {
+        "display_name": "Python 3",
+        "language": "python",
+        "name": "python3",
+    }
+    header = {
+        "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
+        "kernelspec": {k: kernel[k] for k in ("display_name", "language", "name") if k in kernel},
+    }
+    parts = ["---\n" + yaml.safe_dump(header, sort_keys=False) + "---"]
+    previous = None
+    for cell in nb.cells:
+        source = cell.source.rstrip("\n")
+        if cell.cell_type == "code":
+            fence = "`" * max(3, 1 + max((len(m) for m in re.findall("`+", source)), default=0))
+            meta = json.loads(json.dumps({k: v for k, v in cell.metadata.items() if k in KEEP}))
+            meta = {k: v for k, v in meta.items() if v}
+            if set(meta) == {"tags"}:
+                options = f":tags: {json.dumps(meta['tags'])}\n\n"
+            elif meta:  # options as a YAML block, e.g. the alt text of the cell's figures
+                options = "---\n" + yaml.safe_dump(meta, allow_unicode=True, width=1000) + "---\n"
+            else:
+                options = ""
+            parts.append(f"{fence}{{code-cell}} ipython3\n{options}{source}\n{fence}")
+        elif cell.cell_type == "markdown":
+            if previous == "markdown":
+                parts.append("+++")
+            parts.append(source)
+        else:
+            parts.append(f"```{{raw-cell}}\n{source}\n```")
+        previous = cell.cell_type
+    return "\n\n".join(parts) + "\n"
+
+
+def _notebook_docs(app):
+    for docname in sorted(app.env.found_docs):
+        path = Path(app.env.doc2path(docname))
+        if path.suffix == ".ipynb":
+            yield docname, path
+
+
+def _is_thebe(script) -> bool:
+    filename = str(getattr(script, "filename", "") or "")
+    body = str(getattr(script, "attributes", {}).get("body", ""))
+    return filename.endswith("sphinx-thebe.js") or "THEBE_JS_URL" in body
+
+
+def _page_context(app, pagename, templatename, context, doctree):
+    # Thebe is off (launch_buttons.thebe: false), but sphinx-thebe still adds its loader, and
+    # its inline `const THEBE_JS_URL` twice: a console error on every page. Drop both.
+    if "script_files" in context:
+        context["script_files"] = [s for s in context["script_files"] if not _is_thebe(s)]
+    # The book has no icon: say so, or every browser asks the server for /favicon.ico (a 404).
+    context["metatags"] = context.get("metatags", "") + '\n<link rel="icon" href="data:,">'
+    if not str(context.get("sourcename", "")).endswith(".ipynb"):
+        return
+    for group in context.get("header_buttons", []):
+        if group.get("label") == "download-buttons":
+            url = f"{context['pathto']('_sources', 1)}/{pagename}.md"
+            button = {
+                "type": "link",
+                "url": url,
+                "text": ".md",
+                "tooltip": "Download as MyST Markdown",
+                "icon": "fas fa-file-lines",
+                "label": "download-myst-button",
+            }
+            group["buttons"].insert(1, button)
+
+
+def _write_downloads(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    sources = Path(app.outdir) / "_sources"
+    for docname, path in _notebook_docs(app):
+        nb = downloadable(nbs.read(path))
+        target = sources / f"{docname}.ipynb"
+        _write_if_changed(target, nbformat.writes(nb).encode())
+        _write_if_changed(target.with_suffix(".md"), to_myst(nb).encode())
+
+
+def setup(app):
+    app.connect("html-page-context", _page_context, priority=600)
+    app.connect("build-finished", _write_downloads)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

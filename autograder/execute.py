@@ -16,7 +16,7 @@ from nbval.plugin import coalesce_streams
 
 from autograder import notebooks as nbs
 
-KEEP_CELL_METADATA = ("tags", "nbgrader")
+KEEP_CELL_METADATA = ("tags", "nbgrader", "mystnb")  # mystnb: alt text and figure captions
 NOTEBOOK_METADATA = {
     "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
     "language_info": {"name": "python"},

@@ -47,6 +47,10 @@ TITLES = {
     "additive": "Additive (Bahdanau) attention, its shape checks and a chunked score.",
     "dot_product": "Scaled dot-product attention and the scoring exercises of its chapter.",
     "bilinear": "Bilinear (Luong) attention.",
+    "self_attention": "Self-attention and the sinusoidal positional encoding.",
+    "multihead": "Causal masking and multi-head attention.",
+    "transformer": "The transformer block: position-wise FFN, residuals, pre- and post-norm.",
+    "efficient": "Efficient attention: fused kernels and memory-bounded additive attention.",
 }
 
 

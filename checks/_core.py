@@ -13,8 +13,11 @@ nbgrader's hidden test cells (``checks.run_hidden``) and pytest on the
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import importlib
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,6 +28,32 @@ import torch
 _abs = torch.Tensor.abs
 _isnan = torch.isnan
 _isfinite = torch.isfinite
+
+
+def _make_signer():
+    """Under the grader, a signer for "these checks ran and passed"; otherwise None.
+
+    The grader writes a fresh key to the file named by ``ATTENTION_GRADER_KEY_FILE``;
+    it is read and deleted here, when the notebook's first cell imports ``checks``,
+    before any student code runs. The grader accepts a test cell only if its output
+    carries the signature, so replacing ``checks.run`` or emptying the registry
+    from a notebook cannot fake a pass.
+    """
+    path = os.environ.pop("ATTENTION_GRADER_KEY_FILE", None)
+    if not path or not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        key = f.read()
+    os.remove(path)
+    return lambda text: hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:20]
+
+
+_sign = _make_signer()
+
+
+def signed_line(group: str, names: list[str], sign) -> str:
+    """The line a passing group prints under the grader (see :func:`_make_signer`)."""
+    return f"[grader] {group}: {len(names)} checks passed ({sign(group + '|' + ','.join(names))})"
 
 
 class CheckError(AssertionError):
@@ -84,7 +113,7 @@ def _load_hidden(required: bool) -> None:
             raise
 
 
-def _run(group: str, fn: Callable, devices, verbose: bool) -> None:
+def _run(group: str, fn: Callable, devices, verbose: bool, sign=_sign) -> None:
     if group not in REGISTRY:
         known = ", ".join(sorted(REGISTRY)) or "none"
         raise KeyError(f"no check group named {group!r}; known groups: {known}")
@@ -116,9 +145,11 @@ def _run(group: str, fn: Callable, devices, verbose: bool) -> None:
             f"{len(failures)} of {len(REGISTRY[group])} checks in {group!r} failed:\n"
             + "\n".join(failures)
         )
+    if sign is not None:
+        print(signed_line(group, [c.fn.__qualname__ for c in REGISTRY[group]], sign))
 
 
-def run(group: str, fn: Callable, *, devices=None, verbose: bool = True) -> None:
+def run(group: str, fn: Callable, *, devices=None, verbose: bool = True, _run=_run) -> None:
     """Run the checks of ``group`` against ``fn`` on every available device.
 
     Prints one line per check (✓ or ✗) and raises :class:`CheckError` if any failed.
@@ -126,7 +157,7 @@ def run(group: str, fn: Callable, *, devices=None, verbose: bool = True) -> None
     _run(group, fn, devices, verbose)
 
 
-def run_hidden(group: str, fn: Callable, *, devices=None, verbose: bool = True) -> None:
+def run_hidden(group: str, fn: Callable, *, devices=None, verbose: bool = True, _run=_run) -> None:
     """Like :func:`run`, for the hidden groups that only the grader has."""
     _load_hidden(required=True)
     _run(group, fn, devices, verbose)

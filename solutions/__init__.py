@@ -12,9 +12,10 @@ Modules, each with the chapter it comes from:
 - ``solutions.additive``: Additive (Bahdanau) attention, its shape checks and a chunked score.
 - ``solutions.dot_product``: Scaled dot-product attention and the scoring exercises of its chapter.
 - ``solutions.bilinear``: Bilinear (Luong) attention.
-- ``solutions.self_attention``: self_attention
-- ``solutions.multihead``: multihead
-- ``solutions.transformer``: transformer
+- ``solutions.self_attention``: Self-attention and the sinusoidal positional encoding.
+- ``solutions.multihead``: Causal masking and multi-head attention.
+- ``solutions.transformer``: The transformer block: position-wise FFN, residuals, pre- and post-norm.
+- ``solutions.efficient``: Efficient attention: fused kernels and memory-bounded additive attention.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order
@@ -29,4 +30,5 @@ SOURCES = {
     "self_attention": "self_attention",
     "multihead": "multi_head_attention",
     "transformer": "transformer_block",
+    "efficient": "efficient_attention",
 }

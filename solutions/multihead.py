@@ -1,4 +1,4 @@
-"""Module multihead.
+"""Causal masking and multi-head attention.
 
 Generated from book/multi_head_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save multihead`` cells of the notebook, then run ``make export``.

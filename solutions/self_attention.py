@@ -1,4 +1,4 @@
-"""Module self_attention.
+"""Self-attention and the sinusoidal positional encoding.
 
 Generated from book/self_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save self_attention`` cells of the notebook, then run ``make export``.

@@ -64,7 +64,7 @@ def course(tmp_path_factory):
         )
     for wrong in WRONG:
         _, nb = with_wrong_answer(wrong)
-        nbformat.write(nb, subs / f"wrong_{wrong.name}.ipynb")
+        nbformat.write(nb, subs / f"wrong_{wrong.target}_{wrong.name}.ipynb")
     assert course.grade(subs, None, tmp / "grades.csv") == 0
     course.csv = tmp / "grades.csv"
     return course
@@ -97,7 +97,7 @@ def test_wrong_answer_loses_points_on_its_cells(course, wrong):
     """Does each known-wrong implementation lose points on every test cell that targets it?"""
     chapter, _ = with_wrong_answer(wrong)
     for grade_id in wrong.cells:
-        got, top = score(course, f"wrong_{wrong.name}", chapter, grade_id)
+        got, top = score(course, f"wrong_{wrong.target}_{wrong.name}", chapter, grade_id)
         assert got < top, f"{wrong.name} kept {got} of {top} on {grade_id}"
 
 
@@ -107,7 +107,7 @@ def test_grades_csv_lists_every_submission(course):
     assert rows[0].startswith("assignment,duedate,timestamp,student_id")
     students = {line.split(",")[3] for line in rows[1:]}
     assert {f"reference_{c}" for c in CHAPTERS} <= students
-    assert {f"wrong_{w.name}" for w in WRONG} <= students
+    assert {f"wrong_{w.target}_{w.name}" for w in WRONG} <= students
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

@@ -25,6 +25,12 @@ def test_at_least_five_wrong_answers_per_graded_function():
     assert min(counts.values()) >= 5, counts
 
 
+def test_wrong_answers_have_distinct_names_per_exercise():
+    """Is each (exercise, name) pair unique, so that no wrong answer hides another?"""
+    pairs = [(w.target, w.name) for w in WRONG]
+    assert len(pairs) == len(set(pairs))
+
+
 @pytest.mark.parametrize("wrong", WRONG, ids=lambda w: f"{w.target}-{w.name}")
 def test_wrong_answer_fails_its_groups(wrong, device):
     """Does each group this wrong answer targets report it?"""

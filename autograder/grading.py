@@ -1,0 +1,722 @@
+"""Grade a whole class: collect submissions, autograde them in parallel, merge, report.
+
+nbgrader stays the engine (its autograde pipeline runs every notebook); this module
+adds what a large class needs and nbgrader lacks:
+
+- **parallel**: ``--jobs N`` worker processes (:mod:`autograder.worker`), each grading
+  in a private course directory; only this process writes the real gradebook, so
+  SQLite sees one writer and PostgreSQL (``--db``) works the same way;
+- **progress**: a progress bar with the rate and an ETA;
+- **limits**: a per-cell timeout (nbgrader's), a per-notebook timeout and a memory cap
+  (``RLIMIT_AS`` on the worker and the kernels it starts);
+- **resume**: every merged submission is recorded, with the SHA-256 of the notebook,
+  in the table ``attention_graded`` of the gradebook, in the same transaction as its
+  scores. A rerun skips what is recorded and unchanged, so an interrupted run goes on
+  where it stopped: no submission is graded twice, none is lost;
+- **problems**: a submission that cannot be graded (empty, invalid JSON, timed out,
+  killed kernel, ...) gets zero on every test cell and a line in ``problems.csv``
+  saying why, while the rest of the batch goes on.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import queue
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import nbformat
+
+from autograder import notebooks as nbs
+
+WORKER = Path(__file__).resolve().parent / "worker.py"
+EXCHANGE_DIR = re.compile(
+    r"^(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<timestamp>[^+]+)(\+.*)?$"
+)
+SKIP_PARTS = {"__MACOSX", ".ipynb_checkpoints"}
+
+
+@dataclass
+class Submission:
+    """One notebook to grade: whose, for which chapter, from where."""
+
+    student: str
+    chapter: str | None
+    path: Path
+    origin: str
+    timestamp: str | None = None
+    problem: str | None = None
+    sha256: str = ""
+
+
+# ---------------------------------------------------------------- collecting
+
+
+def _safe_student(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9_.@-]", "_", name).strip("._") or "student"
+    return cleaned[:100]
+
+
+def _notebooks_in(folder: Path) -> list[Path]:
+    return sorted(
+        p
+        for p in folder.rglob("*.ipynb")
+        if p.is_file() and not SKIP_PARTS & set(p.relative_to(folder).parts)
+    )
+
+
+def _pick(notebooks: list[Path], chapter: str | None) -> Path | None:
+    if not notebooks:
+        return None
+    if chapter:
+        named = [p for p in notebooks if p.stem == chapter]
+        if named:
+            return named[0]
+    return notebooks[0]
+
+
+def _extract(zip_path: Path, dest: Path) -> Path:
+    """Unpack a student's zip into ``dest``, refusing paths that leave it."""
+    dest.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(zip_path) as archive:
+        for member in archive.infolist():
+            target = (dest / member.filename).resolve()
+            if not target.is_relative_to(dest.resolve()):
+                raise ValueError(
+                    f"{zip_path.name} contains a path outside the archive: {member.filename}"
+                )
+            if member.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif member.file_size <= 50 * 2**20:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(member))
+    return dest
+
+
+def collect(source: Path, assignment: str | None, scratch: Path) -> list[Submission]:
+    """Find every submission under ``source``, in any of the forms the README lists.
+
+    - an nbgrader exchange: ``inbound/<student>+<chapter>+<timestamp>/`` (latest wins);
+    - nbgrader's layout: ``<student>/<chapter>/<notebook>.ipynb``;
+    - an LMS download: one ``<student>.zip`` or ``<student>/`` folder per student;
+    - a flat folder of ``<student>.ipynb``.
+    """
+    source = Path(source)
+    if source.is_file() and source.suffix == ".zip":
+        source = _extract(source, scratch / "download")
+    if not source.is_dir():
+        raise SystemExit(f"{source} is not a folder (or zip) of submissions")
+    inbound = next((p for p in [source / "inbound", *source.glob("*/inbound")] if p.is_dir()), None)
+    if inbound is not None:
+        return _collect_exchange(inbound, assignment)
+    found: list[Submission] = []
+    for path in sorted(source.glob("*.ipynb")):
+        found.append(Submission(_safe_student(path.stem), assignment, path, path.name))
+    for path in sorted(source.glob("*.zip")):
+        student = _safe_student(path.stem)
+        try:
+            folder = _extract(path, scratch / "zips" / student)
+        except (zipfile.BadZipFile, ValueError) as err:
+            found.append(
+                Submission(student, assignment, path, path.name, problem=f"bad zip: {err}")
+            )
+            continue
+        _add_from_folder(found, student, folder, assignment, path.name)
+    for folder in sorted(p for p in source.iterdir() if p.is_dir() and p.name not in SKIP_PARTS):
+        student = _safe_student(folder.name)
+        chapter_dirs = [d for d in folder.iterdir() if d.is_dir() and d.name in nbs.chapter_names()]
+        if chapter_dirs:  # nbgrader's submitted/<student>/<chapter>/ layout
+            for chapter_dir in sorted(chapter_dirs):
+                if assignment and chapter_dir.name != assignment:
+                    continue
+                stamp = chapter_dir / "timestamp.txt"
+                _add_from_folder(
+                    found,
+                    student,
+                    chapter_dir,
+                    chapter_dir.name,
+                    f"{folder.name}/{chapter_dir.name}",
+                    stamp.read_text().strip() if stamp.exists() else None,
+                )
+        else:
+            _add_from_folder(found, student, folder, assignment, f"{folder.name}/")
+    return found
+
+
+def _add_from_folder(found, student, folder, chapter, origin, timestamp=None) -> None:
+    notebook = _pick(_notebooks_in(folder), chapter)
+    if notebook is None:
+        found.append(
+            Submission(
+                student, chapter, folder, origin, timestamp, problem="no notebook in the submission"
+            )
+        )
+    else:
+        found.append(Submission(student, chapter, notebook, origin, timestamp))
+
+
+def _collect_exchange(inbound: Path, assignment: str | None) -> list[Submission]:
+    latest: dict[tuple[str, str], tuple[str, Path]] = {}
+    for folder in inbound.iterdir():
+        match = EXCHANGE_DIR.match(folder.name)
+        if not folder.is_dir() or not match:
+            continue
+        key = (match["student"], match["assignment"])
+        if assignment and key[1] != assignment:
+            continue
+        if key not in latest or match["timestamp"] > latest[key][0]:
+            latest[key] = (match["timestamp"], folder)
+    found: list[Submission] = []
+    for (student, chapter), (stamp, folder) in sorted(latest.items()):
+        _add_from_folder(
+            found, _safe_student(student), folder, chapter, f"inbound/{folder.name}", stamp
+        )
+    return found
+
+
+# ---------------------------------------------------------------- preparing
+
+
+def prepare(sub: Submission, infer) -> None:
+    """Read the notebook; set ``sub.problem`` if it cannot be graded, ``sub.chapter`` if unknown."""
+    if sub.problem:
+        return
+    data = sub.path.read_bytes()
+    sub.sha256 = hashlib.sha256(data).hexdigest()
+    if not data.strip():
+        sub.problem = "the notebook file is empty"
+        return
+    try:
+        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
+    except Exception as err:  # invalid JSON, not a notebook, bad encoding
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        sub.problem = f"not a readable notebook ({type(err).__name__}: {first[:200]})"
+        return
+    if sub.chapter is None:
+        sub.chapter = infer(nb)
+        if sub.chapter is None:
+            sub.problem = "cannot tell which chapter this notebook answers; pass --assignment"
+
+
+# ---------------------------------------------------------------- workers
+
+
+def _limits(memory_mb: int):
+    def apply():
+        limit = memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+class Worker:
+    def __init__(self, index: int, memory_mb: int, log_dir: Path, replies: queue.Queue, jobs: int):
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "ATTENTION_GRADER_KEY_FILE")
+        }
+        env["MPLBACKEND"] = "agg"
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+        env["PYTHONUNBUFFERED"] = "1"
+        # Workers share the cores: give each kernel its share of threads, not all of them.
+        env.setdefault("OMP_NUM_THREADS", str(max(1, default_jobs() // max(1, jobs))))
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log = open(log_dir / f"worker-{index}.log", "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WORKER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=env,
+            text=True,
+            start_new_session=True,
+            preexec_fn=_limits(memory_mb),
+        )
+        self.index = index
+        self.job: dict | None = None
+        self.started = 0.0
+        self.replies = replies
+        self.ready = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if "ready" in msg:
+                self.ready.set()
+            else:
+                self.replies.put((self, msg))
+        self.replies.put((self, None))  # the worker ended
+
+    def send(self, job: dict) -> None:
+        self.job, self.started = job, time.monotonic()
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+
+    def kill(self) -> None:
+        """Kill the worker and every kernel it started."""
+        import psutil
+
+        try:
+            parent = psutil.Process(self.proc.pid)
+            procs = parent.children(recursive=True) + [parent]
+        except psutil.NoSuchProcess:
+            procs = []
+        for p in procs:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+        self.proc.wait()
+        self.log.close()
+
+    def close_input(self) -> None:
+        """Tell the worker there is no more work; it exits after its current job."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def stop(self) -> None:
+        try:
+            self.close_input()
+            self.proc.wait(timeout=30)
+        except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
+            self.kill()
+        self.log.close()
+
+
+# ---------------------------------------------------------------- the gradebook
+
+
+def _graded_table():
+    from sqlalchemy import Column, MetaData, String, Table
+
+    meta = MetaData()
+    table = Table(
+        "attention_graded",
+        meta,
+        Column("student", String(128), primary_key=True),
+        Column("assignment", String(128), primary_key=True),
+        Column("sha256", String(64), nullable=False),
+        Column("outcome", String(1000), nullable=False),
+        Column("graded_at", String(40), nullable=False),
+    )
+    return meta, table
+
+
+class Ledger:
+    """The real gradebook, written only by this process; and the record of what is graded."""
+
+    def __init__(self, db_url: str, course_id: str):
+        from nbgrader.api import Gradebook
+
+        # A new gradebook runs `alembic` from PATH: make it this environment's.
+        bindir = str(Path(sys.executable).parent)
+        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+
+        self.gb = Gradebook(db_url, course_id=course_id)
+        self.meta, self.table = _graded_table()
+        self.meta.create_all(self.gb.engine)
+
+    def close(self):
+        self.gb.close()
+
+    def graded(self) -> dict[tuple[str, str], str]:
+        rows = self.gb.db.execute(self.table.select()).all()
+        return {(r.student, r.assignment): r.sha256 for r in rows}
+
+    def outcomes(self) -> dict[tuple[str, str], str]:
+        rows = self.gb.db.execute(self.table.select()).all()
+        return {(r.student, r.assignment): r.outcome for r in rows}
+
+    def record(self, sub: Submission, scores, outcome: str) -> None:
+        """Replace the student's submission with ``scores`` and mark it graded, in one commit.
+
+        ``scores`` maps notebook -> (grades, comments) as read from a job's gradebook, or
+        is None for a problem submission: zero on every grade cell. Manual scores a
+        grader already gave are kept.
+        """
+        import warnings
+
+        from sqlalchemy.exc import SAWarning
+
+        with warnings.catch_warnings():
+            # nbgrader's add_submission trips SQLAlchemy's autoflush warnings; they are benign.
+            warnings.simplefilter("ignore", SAWarning)
+            self._record(sub, scores, outcome)
+
+    def _record(self, sub: Submission, scores, outcome: str) -> None:
+        from nbgrader.api import MissingEntry
+
+        gb, chapter = self.gb, sub.chapter
+        gb.update_or_create_student(sub.student)
+        manual = {}
+        try:
+            old = gb.find_submission(chapter, sub.student)
+            for nb in old.notebooks:
+                for g in nb.grades:
+                    if g.manual_score is not None:
+                        manual[(nb.name, g.name)] = g.manual_score
+            gb.remove_submission(chapter, sub.student)
+        except MissingEntry:
+            pass
+        kwargs = {"timestamp": sub.timestamp} if sub.timestamp else {}
+        try:
+            new = gb.add_submission(chapter, sub.student, **kwargs)
+        except Exception:  # an unparseable timestamp: keep the grade, drop the time
+            gb.db.rollback()
+            new = gb.add_submission(chapter, sub.student)
+        for nb in new.notebooks:
+            grades, comments = (scores or {}).get(nb.name, ({}, {}))
+            for g in nb.grades:
+                if scores is None:
+                    g.auto_score, g.needs_manual_grade = 0.0, False
+                else:
+                    g.auto_score, g.needs_manual_grade = grades.get(g.name, (0.0, False))
+                if (nb.name, g.name) in manual:
+                    g.manual_score = manual[(nb.name, g.name)]
+                    g.needs_manual_grade = True
+            for c in nb.comments:
+                c.auto_comment = outcome if scores is None else comments.get(c.name)
+        key = {"student": sub.student, "assignment": chapter}
+        gb.db.execute(
+            self.table.delete().where(
+                (self.table.c.student == sub.student) & (self.table.c.assignment == chapter)
+            )
+        )
+        gb.db.execute(
+            self.table.insert().values(
+                **key,
+                sha256=sub.sha256,
+                outcome=outcome[:1000],
+                graded_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            )
+        )
+        gb.db.commit()
+
+
+def read_job_scores(job_root: Path, chapter: str, student: str):
+    """Scores and comments of a finished job, from its private gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{job_root / 'gradebook.db'}") as gb:
+        sub = gb.find_submission(chapter, student)
+        scores = {}
+        for nb in sub.notebooks:
+            grades = {g.name: (g.auto_score, g.needs_manual_grade) for g in nb.grades}
+            comments = {c.name: c.auto_comment for c in nb.comments}
+            scores[nb.name] = (grades, comments)
+        return scores
+
+
+# ---------------------------------------------------------------- the run
+
+
+@dataclass
+class Settings:
+    jobs: int
+    cell_timeout: int = 60
+    notebook_timeout: int = 600
+    memory_mb: int = 4096
+    force: bool = False
+    shard: tuple[int, int] = (1, 1)
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    if not text:
+        return (1, 1)
+    match = re.fullmatch(r"(\d+)/(\d+)", text)
+    if not match or not 1 <= int(match[1]) <= int(match[2]):
+        raise SystemExit(f"--shard must look like i/n with 1 <= i <= n, got {text!r}")
+    return int(match[1]), int(match[2])
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def sanitized(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """Make a notebook safe for nbgrader without changing what it computes.
+
+    A cell pasted twice (JupyterLab copies the nbgrader metadata) makes nbgrader 0.9.6
+    fail the whole notebook (upstream #1083: DeduplicateIds leaves an empty
+    ``nbgrader`` dict that OverwriteCells then reads). Keep the metadata on the last
+    copy, the one whose code defines the answer, and make earlier copies plain cells.
+    """
+    seen = set()
+    for cell in reversed(nb.cells):
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is None:
+            continue
+        grade_id = meta.get("grade_id")
+        if not grade_id or grade_id in seen:
+            del cell.metadata["nbgrader"]
+        else:
+            seen.add(grade_id)
+    return nb
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder``, read into memory: the jobs' source, safe from any submission."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def restore(folder: Path, files: dict[str, bytes]) -> list[str]:
+    """Put ``folder`` back as ``files`` says; return what had been changed, added or removed."""
+    changed = []
+    present = {
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    for rel in sorted(present - set(files)):
+        (folder / rel).unlink()
+        changed.append(f"source/{folder.name}/{rel} (added)")
+    for rel, data in files.items():
+        path = folder / rel
+        if not path.exists() or path.read_bytes() != data:
+            changed.append(f"source/{folder.name}/{rel}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    return changed
+
+
+def _listing(root: Path) -> dict[str, float]:
+    """Files of the course folder that grading itself does not write, with their mtimes."""
+    skip = {".grading", "autograded", "submitted", "source"}
+    out = {}
+    for p in root.rglob("*"):
+        rel = p.relative_to(root)
+        if rel.parts[0] in skip or rel.name.startswith("gradebook.db") or not p.is_file():
+            continue
+        out[str(rel)] = p.stat().st_mtime
+    return out
+
+
+def _job_root(
+    course_root: Path, sources: dict, template: Path, sub: Submission, index: int
+) -> Path:
+    root = course_root / ".grading" / "jobs" / f"{index:05d}-{sub.student}"
+    if root.exists():
+        shutil.rmtree(root)
+    for rel, data in sources[sub.chapter].items():
+        path = root / "source" / sub.chapter / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    shutil.copyfile(template, root / "gradebook.db")
+    dest = root / "submitted" / sub.student / sub.chapter
+    dest.mkdir(parents=True)
+    nbformat.write(sanitized(nbformat.read(sub.path, as_version=4)), dest / f"{sub.chapter}.ipynb")
+    if sub.timestamp:
+        (dest / "timestamp.txt").write_text(sub.timestamp)
+    return root
+
+
+def _outcome_of(reply: dict) -> str:
+    text = (reply.get("error") or "") + "\n" + (reply.get("log") or "")
+    if "DeadKernelError" in text or "Kernel died" in text or "kernel died" in text.lower():
+        return "the kernel died while running the notebook (crash, os._exit or kill?)"
+    lines = [ln for ln in (reply.get("error") or "").strip().splitlines() if ln.strip()]
+    return "nbgrader could not grade it: " + (lines[-1][:300] if lines else "unknown error")
+
+
+def run(course, submissions: list[Submission], settings: Settings, log=print) -> dict:
+    """Grade ``submissions`` (already collected and prepared) into the course's gradebook."""
+    from tqdm import tqdm
+
+    course_root = course.root
+    ledger = Ledger(course.db_url, course.course_id)
+    try:
+        done = {} if settings.force else ledger.graded()
+        i, n = settings.shard
+        ordered = sorted(submissions, key=lambda s: (s.chapter or "", s.student))
+        mine = [s for k, s in enumerate(ordered) if k % n == i - 1]
+        todo = [s for s in mine if done.get((s.student, s.chapter)) != s.sha256 or not s.sha256]
+        skipped = len(mine) - len(todo)
+        if skipped:
+            log(f"resuming: {skipped} submission(s) already graded and unchanged, skipped")
+        problems = [s for s in todo if s.problem]
+        for sub in problems:
+            if sub.chapter:
+                ledger.record(sub, None, sub.problem)
+        gradable = [s for s in todo if not s.problem]
+        stats = {
+            "graded": 0,
+            "problems": len(problems),
+            "skipped": skipped,
+            "failed": [(sub, sub.problem) for sub in problems],
+            "changed": [],
+        }
+        if gradable:
+            chapters = sorted({s.chapter for s in gradable})
+            templates = {ch: course.template_gradebook(ch) for ch in chapters}
+            sources = {ch: snapshot(course_root / "source" / ch) for ch in chapters}
+            before = _listing(course_root)
+            _grade_in_parallel(
+                course_root, ledger, gradable, templates, sources, settings, stats, tqdm
+            )
+            # A submission may write outside its folder. The jobs used the in-memory copy of
+            # the source, so no grade was affected; put the grader's files back and say so.
+            for ch in chapters:
+                stats["changed"] += restore(course_root / "source" / ch, sources[ch])
+            after = _listing(course_root)
+            stats["changed"] += sorted(
+                f"{rel} (written during grading)"
+                for rel, t in after.items()
+                if before.get(rel) != t
+            )
+        return stats
+    finally:
+        ledger.close()
+
+
+def _grade_in_parallel(course_root, ledger, gradable, templates, sources, settings, stats, tqdm):
+    replies: queue.Queue = queue.Queue()
+    log_dir = course_root / ".grading" / "logs"
+    workers = [
+        Worker(k, settings.memory_mb, log_dir, replies, settings.jobs)
+        for k in range(min(settings.jobs, len(gradable)))
+    ]
+    pending = list(enumerate(gradable))
+    bar = tqdm(
+        total=len(gradable),
+        desc="grading",
+        unit="nb",
+        file=sys.stderr,
+        mininterval=0.5,
+        smoothing=0.1,
+    )
+
+    def finish(worker, sub, root, reply, outcome=None):
+        if outcome is None and reply and reply.get("success"):
+            try:
+                scores = read_job_scores(root, sub.chapter, sub.student)
+            except Exception as err:  # nbgrader said success but left no submission
+                scores, outcome = None, f"no grades recorded ({type(err).__name__}: {err})"
+        else:
+            scores = None
+            outcome = outcome or _outcome_of(reply or {})
+        if scores is not None:
+            dest = course_root / "autograded" / sub.student / sub.chapter
+            if dest.exists():
+                shutil.rmtree(dest)
+            src = root / "autograded" / sub.student / sub.chapter
+            if src.exists():
+                shutil.copytree(src, dest)
+            ledger.record(sub, scores, "graded")
+            stats["graded"] += 1
+        else:
+            ledger.record(sub, None, outcome)
+            stats["failed"].append((sub, outcome))
+            stats["problems"] += 1
+        shutil.rmtree(root, ignore_errors=True)
+        bar.update(1)
+
+    def assign(worker):
+        if not pending:
+            return
+        index, sub = pending.pop(0)
+        root = _job_root(course_root, sources, templates[sub.chapter], sub, index)
+        worker.sub, worker.root = sub, root
+        worker.send(
+            {
+                "job": index,
+                "root": str(root),
+                "chapter": sub.chapter,
+                "student": sub.student,
+                "cell_timeout": settings.cell_timeout,
+            }
+        )
+
+    try:
+        for worker in workers:
+            if not worker.ready.wait(timeout=120):
+                raise RuntimeError(f"grading worker {worker.index} did not start; see {log_dir}")
+            assign(worker)
+        busy = {w for w in workers if w.job is not None}
+        while busy:
+            try:
+                worker, reply = replies.get(timeout=0.5)
+            except queue.Empty:
+                worker, reply = None, None
+            now = time.monotonic()
+            if worker is None:  # look for a notebook over its time
+                for w in list(busy):
+                    if now - w.started > settings.notebook_timeout:
+                        w.kill()
+                        finish(
+                            w,
+                            w.sub,
+                            w.root,
+                            None,
+                            f"timed out: the notebook ran longer than {settings.notebook_timeout} s",
+                        )
+                        busy.discard(w)
+                        workers[w.index] = fresh = Worker(
+                            w.index, settings.memory_mb, log_dir, replies, settings.jobs
+                        )
+                        fresh.ready.wait(timeout=120)
+                        if pending:
+                            assign(fresh)
+                            busy.add(fresh)
+                continue
+            if worker not in busy:
+                continue  # a late message from a worker we killed
+            busy.discard(worker)
+            if reply is None:  # the worker process itself died (memory cap, signal)
+                finish(
+                    worker,
+                    worker.sub,
+                    worker.root,
+                    None,
+                    "the grading process died (memory limit or a signal)",
+                )
+                workers[worker.index] = worker = Worker(
+                    worker.index, settings.memory_mb, log_dir, replies, settings.jobs
+                )
+                worker.ready.wait(timeout=120)
+            else:
+                finish(worker, worker.sub, worker.root, reply)
+                worker.job = None
+            if pending:
+                assign(worker)
+                busy.add(worker)
+    finally:
+        bar.close()
+        for worker in workers:  # all at once: each takes a moment to shut down
+            worker.close_input()
+        for worker in workers:
+            worker.stop()
+
+
+def write_problems(path: Path, failed) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student_id", "assignment", "origin", "problem"])
+        for sub, problem in failed:
+            writer.writerow([sub.student, sub.chapter or "", sub.origin, problem])

@@ -1,0 +1,165 @@
+"""What an instructor hands out and looks at after grading: feedback and a class summary.
+
+- :func:`feedback` writes one HTML page per student and chapter with nbgrader's
+  ``generate_feedback``, after a preprocessor that hides the code of hidden tests
+  (nbgrader shows it, upstream #917): a hidden test cell keeps its one-line
+  description and its result, and a failure keeps its message, not its traceback.
+- :func:`summary` tabulates every exercise of the class, worst first, as a CSV, a
+  printed table and a bar chart, so an instructor sees which exercises students fail.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+from autograder import notebooks as nbs
+
+HIDDEN_NOTE = "# The code of these hidden tests is not shown; the result below is."
+
+
+def _hide_hidden_tests_class():
+    from nbgrader import utils
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    class HideHiddenTests(NbGraderPreprocessor):
+        """Replace hidden test code by its description; keep only the message of a failure."""
+
+        def preprocess_cell(self, cell, resources, index):
+            begin, end = nbs.HIDDEN_MARKERS
+            if cell.cell_type != "code" or begin not in cell.source:
+                return cell, resources
+            lines = cell.source.splitlines()
+            first = next(i for i, ln in enumerate(lines) if ln.strip() == begin)
+            last = next(i for i, ln in enumerate(lines) if ln.strip() == end)
+            kept = [ln for ln in lines[:first] + lines[last + 1 :] if ln.strip()]
+            cell.source = "\n".join([*kept, HIDDEN_NOTE])
+            for output in cell.outputs:
+                if output.output_type == "error":
+                    output.traceback = [f"{output.ename}: {output.evalue}"]
+            if utils.is_grade(cell):
+                cell.metadata.nbgrader["checksum"] = utils.compute_checksum(cell)
+            return cell, resources
+
+    return HideHiddenTests
+
+
+def feedback(course, chapter: str | None = None, student: str | None = None) -> list[Path]:
+    """Write ``feedback/<student>/<chapter>/<chapter>.html`` for every autograded submission."""
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.preprocessors import GetGrades
+    from traitlets.config import Config
+
+    cfg = Config()
+    cfg.CourseDirectory.root = str(course.root)
+    cfg.CourseDirectory.course_id = course.course_id
+    cfg.CourseDirectory.db_url = course.db_url
+    cfg.GenerateFeedback.preprocessors = [
+        _hide_hidden_tests_class(),
+        GetGrades,
+        CSSHTMLHeaderPreprocessor,
+    ]
+    api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
+    chapters = [chapter] if chapter else nbs.chapter_names()
+    written = []
+    for ch in chapters:
+        folders = sorted((course.root / "autograded").glob(f"*/{ch}"))
+        for folder in folders:
+            who = folder.parent.name
+            if student and who != student:
+                continue
+            result = api.generate_feedback(ch, who, force=True)
+            if not result.get("success"):
+                raise RuntimeError(f"feedback for {who}/{ch} failed:\n{result.get('error')}")
+            out = course.root / "feedback" / who / ch
+            # nbgrader copies the whole autograded folder, hidden checks included: keep the page only.
+            for path in list(out.iterdir()):
+                if path.suffix != ".html":
+                    shutil.rmtree(path) if path.is_dir() else path.unlink()
+            written += sorted(out.glob("*.html"))
+    return written
+
+
+def summary(course, chapter: str | None, out_csv: Path, out_png: Path | None) -> list[dict]:
+    """Per exercise (autograded test cell): submissions, mean score, full marks, zero; worst first."""
+    from nbgrader.api import Gradebook
+
+    rows = []
+    with Gradebook(course.db_url, course_id=course.course_id) as gb:
+        for assignment in gb.assignments:
+            if chapter and assignment.name != chapter:
+                continue
+            for notebook in assignment.notebooks:
+                for cell in notebook.grade_cells:
+                    if cell.cell_type != "code":
+                        continue  # written answers are graded by hand
+                    scores = [
+                        g.score or 0.0
+                        for sub in gb.assignment_submissions(assignment.name)
+                        for nb in sub.notebooks
+                        for g in nb.grades
+                        if nb.name == notebook.name and g.name == cell.name
+                    ]
+                    if not scores:
+                        continue
+                    top = cell.max_score
+                    rows.append(
+                        {
+                            "assignment": assignment.name,
+                            "exercise": cell.name,
+                            "submissions": len(scores),
+                            "mean_percent": round(100 * sum(scores) / (top * len(scores)), 1),
+                            "full_marks_percent": round(
+                                100 * sum(s == top for s in scores) / len(scores), 1
+                            ),
+                            "zero_percent": round(
+                                100 * sum(s == 0 for s in scores) / len(scores), 1
+                            ),
+                            "max_score": top,
+                        }
+                    )
+    rows.sort(key=lambda r: (r["mean_percent"], r["assignment"], r["exercise"]))
+    out_csv = Path(out_csv)
+    with open(out_csv, "w", newline="") as f:
+        writer = csv.DictWriter(
+            f,
+            fieldnames=[
+                "assignment",
+                "exercise",
+                "submissions",
+                "mean_percent",
+                "full_marks_percent",
+                "zero_percent",
+                "max_score",
+            ],
+        )
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"{'assignment':<22}{'exercise':<40}{'n':>5}{'mean %':>9}{'full %':>9}{'zero %':>9}")
+    for r in rows:
+        print(
+            f"{r['assignment']:<22}{r['exercise']:<40}{r['submissions']:>5}"
+            f"{r['mean_percent']:>9.1f}{r['full_marks_percent']:>9.1f}{r['zero_percent']:>9.1f}"
+        )
+    print(f"wrote {out_csv}")
+    if out_png and rows:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        labels = [f"{r['assignment']}: {r['exercise']}" for r in rows]
+        fig, ax = plt.subplots(figsize=(8, 0.3 * len(rows) + 1.2))
+        ax.barh(labels, [r["mean_percent"] for r in rows], color="tab:red")
+        ax.invert_yaxis()  # worst on top
+        ax.set_xlim(0, 100)
+        ax.set_xlabel("mean score (% of the points), worst first")
+        ax.set_title(f"{rows[0]['submissions']} submissions" if chapter else "all chapters")
+        fig.tight_layout()
+        fig.savefig(out_png, dpi=100)
+        plt.close(fig)
+        print(f"wrote {out_png}")
+    return rows

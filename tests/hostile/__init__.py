@@ -1,0 +1,278 @@
+"""A corpus of hostile and broken submissions, built from the chapter "Masking".
+
+Each case is a function that turns the reference notebook into a submission (or
+returns raw bytes for a file that is not a notebook at all), together with what the
+grader must do with it: the exact auto score of every test cell, or the exact
+problem it reports. ``tests/test_hostile.py`` grades the whole corpus in one batch.
+
+Points in "Masking": the sequence_mask tests are worth 1 + 2 + 1, the masked_softmax
+tests 1 + 2 + 1 + 1 + 1; the written answer (2) is graded by hand.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import nbformat
+
+from autograder import notebooks as nbs
+
+CHAPTER = "masking"
+SEQUENCE_MASK_CELLS = [
+    "test_sequence_mask",
+    "hidden_sequence_mask_values",
+    "hidden_sequence_mask_safety",
+]
+MASKED_SOFTMAX_CELLS = [
+    "test_masked_softmax",
+    "hidden_masked_softmax_values",
+    "hidden_masked_softmax_edge_cases",
+    "hidden_masked_softmax_dtypes",
+    "hidden_masked_softmax_safety",
+]
+ALL_CELLS = SEQUENCE_MASK_CELLS + MASKED_SOFTMAX_CELLS
+SETTINGS = {"cell_timeout": 8, "notebook_timeout": 75, "memory_mb": 2048}
+
+
+@dataclass
+class Case:
+    name: str
+    make: Callable
+    zero_cells: list[str] = field(default_factory=list)  # these score 0, every other test cell full
+    problem: str | None = None  # the problem the grader must report (a substring), if any
+    note: str = ""
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(zero_cells=(), problem=None):
+    def register(fn):
+        CASES[fn.__name__] = Case(
+            fn.__name__, fn, list(zero_cells), problem, (fn.__doc__ or "").strip()
+        )
+        return fn
+
+    return register
+
+
+def reference() -> nbformat.NotebookNode:
+    return nbs.read(nbs.notebook_path(CHAPTER))
+
+
+def _cell(nb, grade_id):
+    return next(c for c in nb.cells if nbs.nbgrader_meta(c).get("grade_id") == grade_id)
+
+
+def _prepend(nb, grade_id, code):
+    cell = _cell(nb, grade_id)
+    cell.source = code + "\n" + cell.source
+    return nb
+
+
+def _append(nb, grade_id, code):
+    cell = _cell(nb, grade_id)
+    cell.source = cell.source + "\n" + code
+    return nb
+
+
+def _wrong_sequence_mask(nb):
+    _make_wrong(_cell(nb, "sequence_mask"))
+    return nb
+
+
+def _make_wrong(cell):
+    """Replace the solution region of the sequence_mask cell by a wrong answer."""
+    lines = cell.source.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.strip() == "### BEGIN SOLUTION")
+    end = next(i for i, ln in enumerate(lines) if ln.strip() == "### END SOLUTION")
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+    cell.source = "\n".join(lines[:start] + [indent + "return X.clone()"] + lines[end + 1 :])
+
+
+# ---------------------------------------------------------------- cases
+
+
+@case()
+def reference_answers():
+    """The reference solutions: full marks (the control)."""
+    return reference()
+
+
+@case(zero_cells=SEQUENCE_MASK_CELLS)
+def infinite_loop_in_a_function():
+    """sequence_mask never returns: each of its test cells hits the per-cell timeout."""
+    nb = reference()
+    cell = _cell(nb, "sequence_mask")
+    loop = "### BEGIN SOLUTION\n    while True:\n        pass"
+    cell.source = cell.source.replace("### BEGIN SOLUTION", loop, 1)
+    return nb
+
+
+@case(zero_cells=MASKED_SOFTMAX_CELLS)
+def infinite_loop_at_top_level():
+    """The masked_softmax answer cell loops forever before its def: interrupted, then NameError."""
+    return _prepend(reference(), "masked_softmax", "while True:\n    pass")
+
+
+@case(zero_cells=ALL_CELLS, problem="timed out")
+def slow_notebook():
+    """Every cell is under the per-cell limit, the notebook is over the per-notebook limit."""
+    nb = reference()
+    for _ in range(12):  # 84 s of sleeping, 7 s per cell
+        nb.cells.insert(3, nbformat.v4.new_code_cell("import time\ntime.sleep(7)"))
+    return nb
+
+
+@case(zero_cells=SEQUENCE_MASK_CELLS)
+def memory_bomb():
+    """Allocates without bound before defining sequence_mask: MemoryError under the cap."""
+    return _prepend(reference(), "sequence_mask", "hog = [bytearray(2**27) for _ in range(10_000)]")
+
+
+@case(zero_cells=MASKED_SOFTMAX_CELLS)
+def sys_exit():
+    """Calls sys.exit() at the top of the masked_softmax cell: the kernel survives, that cell fails."""
+    return _prepend(reference(), "masked_softmax", "import sys\nsys.exit(3)")
+
+
+@case(zero_cells=ALL_CELLS, problem="kernel died")
+def killed_kernel():
+    """Kills its own kernel with SIGKILL in the masked_softmax cell."""
+    return _prepend(
+        reference(), "masked_softmax", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
+    )
+
+
+@case()
+def deleted_test_cell():
+    """Deletes the visible test cell of sequence_mask: the grader puts it back and runs it."""
+    nb = reference()
+    nb.cells.remove(_cell(nb, "test_sequence_mask"))
+    return nb
+
+
+@case()
+def duplicated_answer_cell():
+    """Pastes a second copy of the sequence_mask cell; the first copy is wrong, the last is right."""
+    nb = reference()
+    original = _cell(nb, "sequence_mask")
+    first = copy.deepcopy(original)
+    _make_wrong(first)
+    first.id = original.id + "-copy"
+    nb.cells.insert(nb.cells.index(original), first)
+    return nb
+
+
+@case(zero_cells=SEQUENCE_MASK_CELLS)
+def edited_locked_test_cell():
+    """A wrong sequence_mask, and its visible test cell edited to `pass`: the test is restored."""
+    nb = _wrong_sequence_mask(reference())
+    _cell(nb, "test_sequence_mask").source = "pass"
+    return nb
+
+
+@case()
+def raised_points():
+    """Sets the visible test cell's points to 100: the gradebook's points are used."""
+    nb = reference()
+    _cell(nb, "test_sequence_mask").metadata["nbgrader"]["points"] = 100
+    return nb
+
+
+@case(zero_cells=ALL_CELLS)
+def monkeypatched_checks():
+    """A wrong sequence_mask that replaces checks.run, run_hidden, torch.allclose and expect_close."""
+    nb = _wrong_sequence_mask(reference())
+    return _append(
+        nb,
+        "sequence_mask",
+        "import checks, checks._core, torch\n"
+        "checks.run = checks.run_hidden = lambda *args, **kwargs: None\n"
+        "checks._core.run = checks._core.run_hidden = checks.run\n"
+        "checks._core.expect_close = lambda *args, **kwargs: None\n"
+        "torch.allclose = lambda *args, **kwargs: True",
+    )
+
+
+@case(zero_cells=SEQUENCE_MASK_CELLS + ["test_masked_softmax"])
+def emptied_check_registry():
+    """A wrong sequence_mask that empties the check registry, so every group "passes" with no check.
+
+    The visible groups it emptied score zero. The hidden groups load after it ran, so they
+    really check: the correct masked_softmax earns its hidden points, sequence_mask none.
+    """
+    nb = _wrong_sequence_mask(reference())
+    return _append(
+        nb,
+        "sequence_mask",
+        "import checks._core\nfor group in checks._core.REGISTRY.values():\n    group.clear()",
+    )
+
+
+@case()
+def warnings_on_stderr():
+    """Correct code that warns and prints to stderr on every call: no points lost."""
+    nb = reference()
+    cell = _cell(nb, "sequence_mask")
+    cell.source = cell.source.replace(
+        "### BEGIN SOLUTION",
+        "### BEGIN SOLUTION\n    import sys, warnings\n"
+        "    warnings.warn('a harmless warning', UserWarning)\n"
+        "    print('a line on stderr', file=sys.stderr)",
+        1,
+    )
+    return nb
+
+
+@case(zero_cells=ALL_CELLS, problem="not a readable notebook")
+def invalid_json():
+    """A truncated file."""
+    return b'{"cells": [{"cell_type": "code", "source": "import torch'
+
+
+@case(zero_cells=ALL_CELLS, problem="empty")
+def empty_file():
+    """A file of zero bytes."""
+    return b""
+
+
+@case()
+def other_kernel_name():
+    """The notebook says it runs on an R kernel: it is graded with Python."""
+    nb = reference()
+    nb.metadata["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
+    nb.metadata["language_info"] = {"name": "R"}
+    return nb
+
+
+@case()
+def enormous_output():
+    """Prints 100,000 lines and a 20-million-character line: output is capped, grades are not."""
+    nb = _append(reference(), "sequence_mask", "print('x' * 20_000_000)")
+    nb.cells.insert(3, nbformat.v4.new_code_cell("for i in range(100_000):\n    print(i)"))
+    return nb
+
+
+@case()
+def writes_outside_its_folder():
+    """Correct code that also overwrites the grader's checks in the course folder and drops a file there."""
+    return _append(
+        reference(),
+        "sequence_mask",
+        "from pathlib import Path\n"
+        "course = Path.cwd().parents[5]\n"
+        "for target in course.glob('source/*/checks/_core.py'):\n"
+        "    target.write_text('raise RuntimeError(\"poisoned by a submission\")')\n"
+        "(course / 'evil.txt').write_text('was here')",
+    )
+
+
+def write(case: Case, path) -> None:
+    made = case.make()
+    if isinstance(made, bytes):
+        path.write_bytes(made)
+    else:
+        nbformat.write(made, path)

@@ -1,0 +1,469 @@
+"""The built book as readers meet it: in Chromium, offline, and without leaks in the student edition.
+
+Run after both builds, as ``make book-test`` does::
+
+    make book && make book EDITION=student && pytest -m book tests/test_book.py
+
+The tests carry the ``book`` marker, which plain ``pytest`` deselects (see pyproject.toml), so
+the unit suite never fails for want of a fresh build. Chromium is Debian's (``/usr/bin/chromium``),
+driven by Playwright; ``playwright install`` is never needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import nbformat
+import pytest
+
+from autograder import notebooks as nbs
+
+pytestmark = [pytest.mark.book, pytest.mark.slow]
+
+ROOT = nbs.ROOT
+READER = ROOT / "_build" / "html"
+STUDENT = ROOT / "_build" / "student" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+PAGES = nbs.toc_files()
+CHAPTERS = [f for f in PAGES if (ROOT / f"{f}.ipynb").exists()]
+SCREENSHOT_PAGES = CHAPTERS[1:3] if len(CHAPTERS) >= 3 else CHAPTERS[:2]  # masking, additive
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _only_when_asked(request):
+    """Another marker expression (`-m slow`, `-m "not gpu"`) would select these tests too."""
+    if "book" not in (request.config.option.markexpr or ""):
+        pytest.skip("the book tests run with `-m book` (make book-test), after both builds")
+
+
+def _require_build(html_dir: Path, command: str) -> Path:
+    missing = [f for f in PAGES if not (html_dir / f"{f}.html").exists()]
+    if not (html_dir / "index.html").exists() or missing:
+        pytest.fail(f"{html_dir} is missing or stale ({missing[:3]}); run `{command}` first")
+    return html_dir
+
+
+@pytest.fixture(scope="module")
+def reader() -> Path:
+    return _require_build(READER, "make book")
+
+
+@pytest.fixture(scope="module")
+def student() -> Path:
+    return _require_build(STUDENT, "make book EDITION=student")
+
+
+# ---------------------------------------------------------------- static HTML checks
+
+
+class _Collector(HTMLParser):
+    """The ids, links and images of one HTML page, and its text outside <script>/<style>."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids, self.links, self.images, self.text, self._skip = set(), [], [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for key in ("id", "name"):
+            if attrs.get(key):
+                self.ids.add(attrs[key])
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+        if tag == "img":
+            self.images.append(attrs)
+        if tag in ("script", "style"):
+            self._skip += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style"):
+            self._skip -= 1
+
+    def handle_data(self, data):
+        if not self._skip:
+            self.text.append(data)
+
+
+def _parse(path: Path) -> _Collector:
+    collector = _Collector()
+    collector.feed(path.read_text(encoding="utf-8"))
+    return collector
+
+
+def _missing_alt(img: dict) -> bool:
+    alt = (img.get("alt") or "").strip()
+    src = img.get("src") or ""
+    # docutils writes the image's URI as alt when none was given: that is no alt text.
+    return not alt or alt == src or bool(re.fullmatch(r"\S+\.(png|jpe?g|svg|gif|webp)", alt))
+
+
+@pytest.mark.parametrize("edition", ["reader", "student"])
+def test_every_image_has_alt_text(edition, request):
+    """Has every <img> of every page a real description (not empty, not its file name)?"""
+    html_dir = request.getfixturevalue(edition)
+    bad = [
+        f"{page}.html: {img.get('src')}"
+        for page in PAGES
+        for img in _parse(html_dir / f"{page}.html").images
+        if _missing_alt(img)
+    ]
+    assert not bad, "images without alt text (add mystnb.image.alt to the cell):\n" + "\n".join(bad)
+
+
+def test_internal_links_resolve(reader):
+    """Does every local <a href> of every page point at an existing file, and anchor?"""
+    parsed: dict[Path, _Collector] = {}
+
+    def page(path: Path) -> _Collector:
+        if path not in parsed:
+            parsed[path] = _parse(path)
+        return parsed[path]
+
+    broken, checked = [], 0
+    for name in PAGES:
+        source = reader / f"{name}.html"
+        for href in page(source).links:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc or href.startswith(("mailto:", "javascript:")):
+                continue
+            target = (source.parent / unquote(parts.path)).resolve() if parts.path else source
+            if target.is_dir():
+                target = target / "index.html"
+            checked += 1
+            if not target.exists():
+                broken.append(f"{name}: {href} (no file)")
+            elif parts.fragment and target.suffix == ".html":
+                if unquote(parts.fragment) not in page(target).ids:
+                    broken.append(f"{name}: {href} (no anchor)")
+    assert checked > 50, f"only {checked} internal links found"
+    assert not broken, "broken internal links:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize("edition", ["reader", "student"])
+def test_downloads_exist(edition, request):
+    """Does every chapter offer its notebook as .ipynb and as MyST .md, and do both exist?"""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    html_dir = request.getfixturevalue(edition)
+    for name in CHAPTERS:
+        links = _parse(html_dir / f"{name}.html").links
+        for suffix in (".ipynb", ".md"):
+            href = f"../_sources/{name}{suffix}"
+            assert any(link.endswith(f"_sources/{name}{suffix}") for link in links), (
+                f"{name}: no {suffix} download button"
+            )
+            assert (html_dir / "_sources" / f"{name}{suffix}").exists(), href
+        md = (html_dir / "_sources" / f"{name}.md").read_text()
+        nb = nbformat.read(html_dir / "_sources" / f"{name}.ipynb", as_version=4)
+        nbformat.validate(nb)
+        # The .md is the same notebook: MyST-NB reads it back cell for cell.
+        back = read_myst_markdown_notebook(md)
+        assert _cells(back) == _cells(nb), name
+
+
+def _cells(nb) -> list[tuple]:
+    return [(c.cell_type, c.source.strip(), c.metadata.get("tags")) for c in nb.cells]
+
+
+# ---------------------------------------------------------------- the student edition leaks nothing
+
+
+SMART = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2026": "..."})
+
+
+def _norm(text: str) -> str:
+    """Whitespace collapsed, and Sphinx's smart quotes and dashes undone, on either side."""
+    text = text.replace("---", "\u2014").replace("--", "\u2013").translate(SMART)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _secrets() -> tuple[list[str], list[str], list[str], str]:
+    """Solution code lines, model-answer phrases and hidden-test lines of the source notebooks,
+    and the public text (everything a student may see) they are compared with."""
+    code, answers, hidden, public = [], [], [], []
+    for path in nbs.chapter_notebooks():
+        for cell in nbs.read(path).cells:
+            meta = nbs.nbgrader_meta(cell)
+            if cell.cell_type == "markdown" and nbs.is_solution(cell):
+                assert str(meta.get("grade_id", "")).startswith("written_"), meta
+                for line in cell.source.splitlines():  # markup, list markers: not in the text
+                    line = re.sub(r"^\s*([-+]|\d+\.)\s+", "", line)
+                    answers += re.split(r"[*`$\[\]()_{}|#>\\]", line)
+                continue
+            inside, region = None, []
+            for line in cell.source.splitlines():
+                marker = line.strip()
+                if marker in (nbs.SOLUTION_MARKERS[0], nbs.HIDDEN_MARKERS[0]):
+                    inside = code if marker == nbs.SOLUTION_MARKERS[0] else hidden
+                elif marker in (nbs.SOLUTION_MARKERS[1], nbs.HIDDEN_MARKERS[1]):
+                    inside = None
+                elif inside is not None:
+                    inside.append(line)
+                else:
+                    region.append(line)
+            public += region
+    for page in PAGES:
+        if (ROOT / f"{page}.md").exists():
+            public.append((ROOT / f"{page}.md").read_text())
+    public_text = _norm("\n".join(public))
+
+    def distinctive(fragments, length):
+        out = {_norm(f) for f in fragments}
+        return sorted(f for f in out if len(f) >= length and f not in public_text)
+
+    return distinctive(code, 16), distinctive(answers, 30), distinctive(hidden, 16), public_text
+
+
+def _build_texts(html_dir: Path) -> dict[str, str]:
+    """Normalised text of every content file of a build: pages (tags stripped), search index,
+    downloadable sources. Theme and MathJax assets under _static are not content."""
+    texts = {}
+    for path in sorted(html_dir.rglob("*")):
+        rel = path.relative_to(html_dir)
+        if not path.is_file() or rel.parts[0] in ("_static", "_images"):
+            continue
+        raw = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".ipynb":
+            nb = nbformat.reads(raw, as_version=4)
+            raw = "\n".join(
+                [c.source for c in nb.cells]
+                + [json.dumps(o) for c in nb.cells for o in c.get("outputs", [])]
+            )
+            texts[f"{rel} (cells)"] = _norm(raw)
+        elif path.suffix == ".html":
+            texts[f"{rel} (text)"] = _norm(html.unescape("".join(_parse(path).text)))
+        texts[str(rel)] = _norm(html.unescape(raw))
+    return texts
+
+
+def _index_terms(html_dir: Path) -> set[str]:
+    text = (html_dir / "searchindex.js").read_text()
+    index = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    return set(index["terms"]) | set(index["titleterms"])
+
+
+def test_student_edition_contains_no_solution_text(reader, student):
+    """Is no line of any solution, model answer or hidden test anywhere in the student build
+    (pages, search index, downloadable .ipynb and .md), while the reader edition has them all?"""
+    code, answers, hidden, _ = _secrets()
+    assert len(code) > 30 and len(answers) > 5 and hidden, (len(code), len(answers), len(hidden))
+    student_texts = _build_texts(student)
+    reader_texts = _build_texts(reader)
+    leaks = [
+        f"{name}: {secret!r}"
+        for secret in code + answers + hidden
+        for name, text in student_texts.items()
+        if secret in text
+    ]
+    assert not leaks, "solution text in the student edition:\n" + "\n".join(leaks[:40])
+
+    reader_pages = " ".join(t for name, t in reader_texts.items() if name.endswith("(text)"))
+    reader_sources = " ".join(t for name, t in reader_texts.items() if name.endswith("(cells)"))
+    for secret in code + answers:  # not vacuous: the reader edition shows every one of them
+        assert secret in reader_pages, f"reader pages lack {secret!r}"
+        assert secret in reader_sources, f"reader's downloadable notebooks lack {secret!r}"
+    for secret in hidden:  # hidden tests are in neither edition
+        assert not any(secret in t for t in reader_texts.values()), secret
+
+
+def test_student_search_index_holds_no_solution_words(reader, student):
+    """Does the student search index lack every identifier that only the solutions use?"""
+    from sphinx.search.en import SearchEnglish
+
+    stem = SearchEnglish({}).stem
+    code, _, _, public_text = _secrets()
+
+    def words(text):
+        return {stem(w.lower()) for w in re.findall(r"\w+", text)}
+
+    # Names in the solution code, not in its comments or strings: prose words are too common
+    # to count as leaks (the phrase test above covers the model answers).
+    names = re.sub(r"#.*|\"[^\"]*\"|'[^']*'", " ", "\n".join(code))
+    secret = {w for w in words(names) if len(w) > 3 and not w.isdigit()} - words(public_text)
+    reader_terms, student_terms = _index_terms(reader), _index_terms(student)
+    assert secret & reader_terms, "the reader's index holds no solution-only word: test is vacuous"
+    assert not secret & student_terms, sorted(secret & student_terms)
+
+
+def test_student_edition_keeps_the_exercises(student):
+    """Does each student chapter still show every stub, and run the cells after it?"""
+    for name in CHAPTERS:
+        text = _norm(html.unescape("".join(_parse(student / f"{name}.html").text)))
+        assert "raise NotImplementedError()" in text and "YOUR CODE HERE" in text, name
+        assert "Show solution" not in text and "A model answer" not in text, name
+
+
+# ---------------------------------------------------------------- in Chromium
+
+
+@pytest.fixture(scope="module")
+def server(reader):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+        cwd=reader,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(url, timeout=1).close()
+            break
+        time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium (see .ci/run)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class Visit:
+    """A page opened in a fresh context, with every request, failure and console error."""
+
+    def __init__(self, browser, server, path):
+        self.server, self.requests, self.failures, self.errors = server, [], [], []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = page = self.context.new_page()
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.on("requestfailed", lambda r: self.failures.append(f"{r.url} ({r.failure})"))
+        page.on(
+            "response",
+            lambda r: r.status >= 400 and self.failures.append(f"{r.url} (HTTP {r.status})"),
+        )
+        page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        page.on("pageerror", lambda e: self.errors.append(str(e)))
+        page.goto(f"{server}/{path}", wait_until="load")
+        page.wait_for_load_state("networkidle")
+
+    def assert_clean(self):
+        here = urlsplit(self.server).netloc
+        off_machine = [u for u in self.requests if urlsplit(u).netloc not in (here, "")]
+        off_machine = [u for u in off_machine if not u.startswith(("data:", "blob:"))]
+        assert not off_machine, f"requests off the machine: {off_machine}"
+        assert not self.failures, f"failed requests: {self.failures}"
+        assert not self.errors, f"console errors: {self.errors}"
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser, server):
+    visits = []
+
+    def open_(path):
+        visits.append(Visit(browser, server, path))
+        return visits[-1]
+
+    yield open_
+    for v in visits:
+        v.close()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_in_chromium(name, visit):
+    """Does the page load offline with no errors, typeset its math and load every figure?"""
+    v = visit(f"{name}.html")
+    page = v.page
+    if page.locator(".math").count():
+        page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15000
+        )
+        page.evaluate("() => MathJax.startup.promise")
+        untypeset = page.evaluate(
+            "() => [...document.querySelectorAll('.math')]"
+            ".filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 60))"
+        )
+        assert page.locator("mjx-container").count() > 0
+        assert not untypeset, f"math left untypeset: {untypeset[:5]}"
+    text = page.evaluate("() => document.querySelector('main').innerText")
+    assert "$$" not in text, "raw $$ in the page"
+    images = page.evaluate(
+        "() => [...document.images].map(i => ({src: i.getAttribute('src'), alt: i.alt,"
+        " ok: i.complete && i.naturalWidth > 0}))"
+    )
+    if name in SCREENSHOT_PAGES:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{Path(name).name}.png"), full_page=True)
+    v.assert_clean()
+    assert all(i["ok"] for i in images), [i["src"] for i in images if not i["ok"]]
+    assert not [i for i in images if _missing_alt(i)], [i["src"] for i in images if _missing_alt(i)]
+
+
+def test_solution_toggle_opens_and_closes(visit):
+    """Does "Show solution" reveal the reference code, and "Hide solution" hide it again?"""
+    v = visit(f"{CHAPTERS[1]}.html")  # masking
+    toggle = v.page.locator("details.hide.above-input").first
+    code = toggle.locator("div.cell_input, .highlight").first
+    summary = toggle.locator("summary")
+    assert toggle.get_attribute("open") is None and not code.is_visible()
+    assert summary.inner_text().strip().startswith("Show solution")
+    summary.click()
+    v.page.wait_for_function("e => e.open", arg=toggle.element_handle())
+    assert code.is_visible() and "Hide solution" in summary.inner_text()
+    summary.click()
+    v.page.wait_for_function("e => !e.open", arg=toggle.element_handle())
+    assert not code.is_visible()
+    v.assert_clean()
+
+
+def test_search_finds_masked_softmax(visit):
+    """Does the search page, from the local search index, find masked_softmax in Masking?"""
+    v = visit("search.html?q=masked_softmax")
+    results = v.page.locator("#search-results ul.search li")
+    results.first.wait_for(timeout=15000)
+    links = v.page.eval_on_selector_all(
+        "#search-results ul.search li a", "as => as.map(a => a.getAttribute('href'))"
+    )
+    assert any("masking.html" in href for href in links), links
+    v.assert_clean()
+
+
+def test_launch_buttons(reader, student):
+    """Does every reader chapter link to Binder, Colab and JupyterHub for its notebook, while the
+    student edition (whose links would open the source notebooks, solutions and all) has none?"""
+    for name in CHAPTERS:
+        links = _parse(reader / f"{name}.html").links
+        for host in ("mybinder.org", "colab.research.google.com", "/hub/user-redirect/git-pull"):
+            assert any(host in link and f"{name}.ipynb" in unquote(link) for link in links), (
+                name,
+                host,
+            )
+        student_links = _parse(student / f"{name}.html").links
+        assert not any("mybinder.org" in link or "colab." in link for link in student_links)

@@ -1,0 +1,94 @@
+"""Hostile and broken submissions: each graded or reported exactly, the batch unharmed.
+
+The corpus (tests/hostile) is graded in one batch with the reference answers mixed
+in, the way a class's submissions arrive. Each case states which test cells must
+score zero (every other test cell must get full points) and which problem, if any,
+the grader must report.
+"""
+
+import csv
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder.course import COURSE_ID, Course
+from tests.hostile import ALL_CELLS, CASES, CHAPTER, SETTINGS, write
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hostile")
+    subs = tmp / "submissions"
+    subs.mkdir()
+    for case in CASES.values():
+        write(case, subs / f"{case.name}.ipynb")
+    course = Course(tmp / "course", timeout=SETTINGS["cell_timeout"])
+    rc = course.grade(
+        subs,
+        CHAPTER,
+        tmp / "grades.csv",
+        jobs=2,
+        notebook_timeout=SETTINGS["notebook_timeout"],
+        memory_mb=SETTINGS["memory_mb"],
+    )
+    assert rc == 0
+    with open(tmp / "problems.csv", newline="") as f:
+        problems = {row["student_id"]: row["problem"] for row in csv.DictReader(f)}
+    with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
+        scores = {
+            name: {cell: gb.find_grade(cell, CHAPTER, CHAPTER, name).score for cell in ALL_CELLS}
+            for name in CASES
+        }
+        max_scores = {name: gb.find_submission(CHAPTER, name).max_score for name in CASES}
+    return course, scores, max_scores, problems, tmp
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_hostile_case_is_graded_or_reported_exactly(graded, name):
+    """Does every test cell get exactly its expected score, and is the expected problem reported?"""
+    course, scores, _, problems, _ = graded
+    case = CASES[name]
+    with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
+        full = {
+            c: gb.find_grade(c, CHAPTER, CHAPTER, "reference_answers").max_score for c in ALL_CELLS
+        }
+    expected = {c: 0.0 if c in case.zero_cells else full[c] for c in ALL_CELLS}
+    assert scores[name] == expected, case.note
+    if case.problem:
+        assert case.problem in problems.get(name, ""), problems.get(name)
+    else:
+        assert name not in problems, problems[name]
+
+
+def test_raised_points_do_not_raise_the_maximum(graded):
+    """Does a submission that edits its points metadata keep the gradebook's maximum?"""
+    _, _, max_scores, _, _ = graded
+    assert max_scores["raised_points"] == max_scores["reference_answers"] == 12.0
+
+
+def test_enormous_output_is_capped_in_the_autograded_notebook(graded):
+    """Is the autograded copy of a notebook that printed ~20 MB kept small?"""
+    course, *_ = graded
+    path = course.root / "autograded" / "enormous_output" / CHAPTER / f"{CHAPTER}.ipynb"
+    assert path.stat().st_size < 1_000_000
+    assert "cut by the grader" in path.read_text()
+
+
+def test_writing_outside_the_folder_is_undone_and_reported(graded, capsys):
+    """Are the grader's files restored after a submission overwrote them, and are its files listed?"""
+    course, *_ = graded
+    core = course.root / "source" / CHAPTER / "checks" / "_core.py"
+    assert "poisoned" not in core.read_text()
+    nb = nbformat.read(course.root / "source" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
+    assert nb.cells  # the source notebook itself is intact
+
+
+def test_a_rerun_grades_nothing_twice(graded, capsys):
+    """Does grading the same folder again skip every submission already graded and unchanged?"""
+    course, scores, _, _, tmp = graded
+    assert course.grade(tmp / "submissions", CHAPTER, tmp / "again.csv", jobs=2) == 0
+    out = capsys.readouterr().out
+    assert "graded 0, problems 0, skipped" in out, out

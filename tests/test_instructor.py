@@ -1,0 +1,359 @@
+"""The instructor's commands beyond one grading run: collecting, resuming, sharding into
+PostgreSQL, feedback, the class summary and the Gradescope bundle."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder import grading
+from autograder import notebooks as nbs
+from autograder.course import COURSE_ID, Course
+from tests.hostile import CHAPTER, _wrong_sequence_mask, reference
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def auto_score(db_url, student, chapter=CHAPTER):
+    with Gradebook(db_url, course_id=COURSE_ID) as gb:
+        sub = gb.find_submission(chapter, student)
+        return sum(
+            g.score or 0
+            for nb in sub.notebooks
+            for g in nb.grades
+            if g.max_score and g.cell.cell_type == "code"
+        )
+
+
+# ---------------------------------------------------------------- collecting (fast)
+
+
+def _nb_bytes():
+    return nbformat.writes(nbformat.v4.new_notebook()).encode()
+
+
+def test_collect_reads_an_nbgrader_exchange_and_keeps_the_latest(tmp_path):
+    """From an exchange's inbound/, is each student's latest submission the one collected?"""
+    inbound = tmp_path / COURSE_ID / "inbound"
+    for stamp in ("2026-11-01 10:00:00.000000 UTC", "2026-11-02 09:00:00.000000 UTC"):
+        folder = inbound / f"ada+{CHAPTER}+{stamp}"
+        folder.mkdir(parents=True)
+        (folder / f"{CHAPTER}.ipynb").write_bytes(_nb_bytes())
+        (folder / "stamp").write_text(stamp)
+    found = grading.collect(tmp_path, None, tmp_path / "scratch")
+    assert [(s.student, s.chapter, s.timestamp) for s in found] == [
+        ("ada", CHAPTER, "2026-11-02 09:00:00.000000 UTC")
+    ]
+
+
+def test_collect_reads_an_lms_download_of_zips_and_folders(tmp_path):
+    """Are one zip per student (nested, with __MACOSX junk) and one folder per student both read?"""
+    with zipfile.ZipFile(tmp_path / "ada_1234.zip", "w") as z:
+        z.writestr("__MACOSX/._masking.ipynb", "junk")
+        z.writestr("homework/masking.ipynb", _nb_bytes())
+    (tmp_path / "grace").mkdir()
+    (tmp_path / "grace" / "my notebook.ipynb").write_bytes(_nb_bytes())
+    found = grading.collect(tmp_path, CHAPTER, tmp_path.parent / "scratch")
+    by_student = {s.student: s for s in found}
+    assert set(by_student) == {"ada_1234", "grace"}
+    assert by_student["ada_1234"].path.name == "masking.ipynb"
+    assert "__MACOSX" not in str(by_student["ada_1234"].path)
+    assert all(s.problem is None for s in found)
+
+
+def test_collect_refuses_a_zip_that_escapes_its_folder(tmp_path):
+    """Is a zip with a ../ path reported as a problem instead of being unpacked?"""
+    with zipfile.ZipFile(tmp_path / "mallory.zip", "w") as z:
+        z.writestr("../../escaped.ipynb", _nb_bytes())
+    found = grading.collect(tmp_path, CHAPTER, tmp_path.parent / "scratch")
+    assert found[0].problem and "outside the archive" in found[0].problem
+    assert not (tmp_path.parent.parent / "escaped.ipynb").exists()
+
+
+def test_collect_reads_nbgrader_layout_and_flat_folders(tmp_path):
+    """Are <student>/<chapter>/x.ipynb and a flat <student>.ipynb both collected?"""
+    (tmp_path / "layout" / "ada" / CHAPTER).mkdir(parents=True)
+    (tmp_path / "layout" / "ada" / CHAPTER / "whatever.ipynb").write_bytes(_nb_bytes())
+    (tmp_path / "flat").mkdir()
+    (tmp_path / "flat" / "grace.ipynb").write_bytes(_nb_bytes())
+    layout = grading.collect(tmp_path / "layout", None, tmp_path / "s1")
+    flat = grading.collect(tmp_path / "flat", CHAPTER, tmp_path / "s2")
+    assert [(s.student, s.chapter) for s in layout] == [("ada", CHAPTER)]
+    assert [(s.student, s.chapter) for s in flat] == [("grace", CHAPTER)]
+
+
+def test_a_duplicated_answer_cell_keeps_metadata_on_the_last_copy():
+    """Does sanitizing leave exactly one cell per grade_id, the last copy?"""
+    nb = reference()
+    cell = next(c for c in nb.cells if nbs.nbgrader_meta(c).get("grade_id") == "sequence_mask")
+    copy = nbformat.from_dict(json.loads(json.dumps(cell)))
+    copy.source = "# an earlier copy"
+    nb.cells.insert(nb.cells.index(cell), copy)
+    ids = [nbs.nbgrader_meta(c).get("grade_id") for c in grading.sanitized(nb).cells]
+    assert ids.count("sequence_mask") == 1
+    assert "nbgrader" not in copy.metadata
+
+
+# ---------------------------------------------------------------- grading end to end (slow)
+
+
+def _class(folder: Path, n_right: int, n_wrong: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n_right):
+        nbformat.write(reference(), folder / f"right{i}.ipynb")
+    for i in range(n_wrong):
+        nbformat.write(_wrong_sequence_mask(reference()), folder / f"wrong{i}.ipynb")
+
+
+@pytest.fixture(scope="module")
+def small_class(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("instructor")
+    _class(tmp / "subs", 1, 1)
+    course = Course(tmp / "course")
+    assert course.grade(tmp / "subs", CHAPTER, tmp / "grades.csv", jobs=2) == 0
+    return course, tmp
+
+
+@pytest.mark.slow
+def test_feedback_never_shows_hidden_test_code(small_class):
+    """Does each feedback page show results and messages but no hidden test code or check files?"""
+    from autograder.reports import feedback
+
+    course, _ = small_class
+    pages = feedback(course, CHAPTER)
+    assert {p.parent.parent.name for p in pages} == {"right0", "wrong0"}
+    html = (course.root / "feedback" / "wrong0" / CHAPTER / f"{CHAPTER}.html").read_text()
+    hidden_source = (ROOT / "checks" / "hidden" / "masking.py").read_text()
+    assert "BEGIN HIDDEN TESTS" not in html and "run_hidden" not in html
+    assert "def loop_sequence_mask" in hidden_source and "loop_sequence_mask" not in html
+    assert "CheckError" in html and "checks in" in html  # the failure message is there
+    assert [p.name for p in (course.root / "feedback" / "wrong0" / CHAPTER).iterdir()] == [
+        f"{CHAPTER}.html"
+    ]
+
+
+@pytest.mark.slow
+def test_summary_puts_the_most_failed_exercise_first(small_class):
+    """Does the summary rank exercises by mean score, with a CSV and a plot?"""
+    from autograder.reports import summary
+
+    course, tmp = small_class
+    rows = summary(course, CHAPTER, tmp / "summary.csv", tmp / "summary.png")
+    assert rows[0]["exercise"].endswith("sequence_mask") or "sequence_mask" in rows[0]["exercise"]
+    assert rows[0]["mean_percent"] == 50.0 and rows[-1]["mean_percent"] == 100.0
+    assert (tmp / "summary.png").stat().st_size > 1000
+    assert (tmp / "summary.csv").read_text().startswith("assignment,exercise")
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_resumes_without_regrading_or_losing(tmp_path):
+    """Killed mid-run and restarted, is every submission graded exactly once, none lost?"""
+    _class(tmp_path / "subs", 3, 3)
+    course_dir = tmp_path / "course"
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(tmp_path / "subs"),
+        "--assignment",
+        CHAPTER,
+        "--course-dir",
+        str(course_dir),
+        "--output",
+        str(tmp_path / "g.csv"),
+        "-j",
+        "1",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    log = open(tmp_path / "first-run.log", "wb")
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    db = course_dir / "gradebook.db"
+    deadline = time.monotonic() + 300
+    graded_before = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:  # read-only, so as not to touch the grader's database
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                graded_before = con.execute("SELECT COUNT(*) FROM attention_graded").fetchone()[0]
+        except sqlite3.Error:
+            graded_before = 0
+        if graded_before >= 2:
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the grader and its workers, as a crash would
+    proc.wait()
+    log.close()
+    assert 2 <= graded_before < 6, (tmp_path / "first-run.log").read_text()[-3000:]
+    out = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"skipped {graded_before}" in out.stdout or f"graded {6 - graded_before}," in out.stdout
+    ledger = grading.Ledger(f"sqlite:///{db}", COURSE_ID)
+    try:
+        assert len(ledger.graded()) == 6
+    finally:
+        ledger.close()
+    for i in range(3):
+        assert auto_score(f"sqlite:///{db}", f"right{i}") == 10
+        assert auto_score(f"sqlite:///{db}", f"wrong{i}") == 6
+
+
+# ---------------------------------------------------------------- PostgreSQL (slow)
+
+
+def _postgres_bin() -> Path | None:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not found and os.geteuid() == 0 and shutil.which("apt-get"):
+        subprocess.run(
+            "apt-get install -y --no-install-recommends postgresql >/dev/null 2>&1 || "
+            "(apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends postgresql >/dev/null 2>&1)",
+            shell=True,
+            timeout=600,
+        )
+        found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return found[-1].parent if found else None
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    bindir = _postgres_bin()
+    if bindir is None:
+        pytest.skip("Debian's postgresql package cannot be installed here")
+    runas = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    data = Path(tempfile.mkdtemp(prefix="pg-"))
+    data.chmod(0o777)
+    if runas:
+        shutil.chown(data, "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(
+        [*runas, str(bindir / "initdb"), "-D", str(data / "db"), "-A", "trust", "-U", "postgres"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *runas,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data / "db"),
+            "-w",
+            "-l",
+            str(data / "log"),
+            "-o",
+            f"-p {port} -k {data} -c listen_addresses=127.0.0.1",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        subprocess.run(
+            [
+                str(bindir / "psql"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                "-c",
+                "CREATE DATABASE gradebook",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/gradebook"
+    finally:
+        subprocess.run(
+            [*runas, str(bindir / "pg_ctl"), "-D", str(data / "db"), "-m", "fast", "stop"],
+            capture_output=True,
+        )
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_two_shards_grade_into_one_postgresql_gradebook(postgres, tmp_path):
+    """Do two machines' shards (--shard 1/2, 2/2) fill one PostgreSQL gradebook, each once?"""
+    _class(tmp_path / "subs", 2, 2)
+    for i in (1, 2):  # two "machines": separate course folders, one database
+        course = Course(tmp_path / f"machine{i}", db_url=postgres)
+        assert (
+            course.grade(tmp_path / "subs", CHAPTER, tmp_path / f"g{i}.csv", jobs=1, shard=f"{i}/2")
+            == 0
+        )
+        assert course.last_stats["graded"] == 2
+    ledger = grading.Ledger(postgres, COURSE_ID)
+    try:
+        assert len(ledger.graded()) == 4
+    finally:
+        ledger.close()
+    assert [auto_score(postgres, f"right{i}") for i in range(2)] == [10, 10]
+    assert [auto_score(postgres, f"wrong{i}") for i in range(2)] == [6, 6]
+    rows = (tmp_path / "g2.csv").read_text().splitlines()
+    assert len(rows) == 5  # the header and all four students, from the shared database
+
+
+# ---------------------------------------------------------------- Gradescope (slow)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "kind, expected_score",
+    [("reference", 10.0), ("wrong", 6.0), ("missing", 0.0), ("empty", 0.0)],
+)
+def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expected_score):
+    """Does the bundle's run_autograder grade a fake /autograder/submission into Gradescope's format?"""
+    from autograder.gradescope import build
+
+    course, _ = small_class
+    bundle = build(course, CHAPTER, tmp_path / "bundle.zip")
+    root = tmp_path / "autograder"
+    with zipfile.ZipFile(bundle) as z:
+        z.extractall(root / "source")
+    for name in ("run_autograder", "setup.sh"):
+        (root / "source" / name).chmod(0o755)
+    (root / "submission").mkdir()
+    if kind == "reference":
+        nbformat.write(reference(), root / "submission" / f"{CHAPTER}.ipynb")
+    elif kind == "wrong":
+        nbformat.write(_wrong_sequence_mask(reference()), root / "submission" / "renamed.ipynb")
+    elif kind == "empty":
+        (root / "submission" / f"{CHAPTER}.ipynb").write_bytes(b"")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(AUTOGRADER_ROOT=str(root), PYTHON=sys.executable)
+    run = subprocess.run(
+        [str(root / "source" / "run_autograder")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == expected_score
+    assert {"score", "output", "visibility", "tests"} <= results.keys()
+    names = [t["name"] for t in results["tests"]]
+    assert names[0] == "test_sequence_mask" and len(names) == 8
+    for test in results["tests"]:
+        assert {"name", "score", "max_score", "status", "output", "visibility"} <= test.keys()
+        assert test["visibility"] == (
+            "visible" if test["name"].startswith("test_") else "after_published"
+        )
+        assert "run_hidden" not in test["output"]
+    if kind in ("missing", "empty"):
+        assert "could not be graded" in results["output"]
