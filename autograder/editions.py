@@ -55,7 +55,7 @@ import yaml
 from autograder import notebooks as nbs
 
 COPIED = ["_config.yml", "_toc.yml", "references.bib"]
-STATIC = ["_static", "_vendor"]
+STATIC = ["_static", "_vendor", "benchmarks/results"]  # results: recorded GPU figures
 EDITIONS = ("reader", "student")
 INTERNAL = "student-reference"  # metadata.edition of the student edition's hidden cells
 KEEP = ("mystnb", "tags")  # code-cell metadata kept in the .md download

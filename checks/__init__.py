@@ -10,6 +10,7 @@ the expected against the actual shape, dtype or value if something is wrong.
 """
 
 from checks import (  # noqa: F401  (registers the visible checks)
+    efficient,
     masking,
     multihead,
     pooling,

@@ -5,6 +5,7 @@ mathematical properties), never against the reference solution.
 """
 
 from checks.hidden import (  # noqa: F401  (registers the hidden checks)
+    efficient,
     masking,
     multihead,
     pooling,

@@ -94,6 +94,7 @@ def cell_for(group: str) -> str:
 
 def load() -> list[Wrong]:
     from tests.wrong import (  # noqa: F401
+        efficient,
         masking,
         multihead,
         pooling,

@@ -1,0 +1,53 @@
+"""Visible checks for the chapter "Efficient attention"."""
+
+import torch
+
+from checks._core import CheckError, check, expect_tensor, shape_str
+
+
+def get_mask(valid_lens_to_mask, valid_lens, num_queries, num_keys, shape):
+    """Call the student's function; check a boolean tensor of ``shape`` on the lengths' device."""
+    call = f"valid_lens_to_mask({valid_lens.tolist()}, {num_queries}, {num_keys})"
+    mask = valid_lens_to_mask(valid_lens, num_queries, num_keys)
+    expect_tensor(mask, call, device=valid_lens.device)
+    if mask.dtype != torch.bool:
+        raise CheckError(
+            f"{call} has dtype {mask.dtype}, expected torch.bool. SDPA adds a floating-point "
+            "attn_mask to the scores instead of reading it as attend / do not attend."
+        )
+    if tuple(mask.shape) != tuple(shape):
+        raise CheckError(f"{call} has shape {shape_str(mask.shape)}, expected {shape_str(shape)}")
+    return mask
+
+
+def expect_mask(mask, expected, call):
+    """Compare two boolean masks of one shape and name the first wrong (sequence, query) row."""
+    if torch.equal(mask, expected):
+        return
+    b, _, i = (int(x) for x in torch.nonzero((mask != expected).any(-1))[0])
+    query = f", query {i}" if mask.shape[2] > 1 else ""
+    raise CheckError(
+        f"{call}: sequence {b}{query} may attend keys "
+        f"{torch.nonzero(mask[b, 0, i]).flatten().tolist()}, expected "
+        f"{torch.nonzero(expected[b, 0, i]).flatten().tolist()} (True = attend)"
+    )
+
+
+@check("valid_lens_to_mask")
+def one_length_per_sequence(valid_lens_to_mask, device):
+    """For valid_lens [3, 0] and 4 keys, is the (2, 1, 1, 4) mask True exactly on keys 0, 1, 2 of sequence 0?"""
+    valid_lens = torch.tensor([3, 0], device=device)
+    mask = get_mask(valid_lens_to_mask, valid_lens, 2, 4, (2, 1, 1, 4))
+    expected = torch.tensor([[True, True, True, False], [False] * 4], device=device)
+    expect_mask(mask, expected[:, None, None, :], "valid_lens_to_mask([3, 0], 2, 4)")
+
+
+@check("valid_lens_to_mask")
+def one_length_per_query(valid_lens_to_mask, device):
+    """For per-query lengths [[1, 4], [2, 0]], is the mask (2, 1, 2, 4) with one row per query?"""
+    valid_lens = torch.tensor([[1, 4], [2, 0]], device=device)
+    mask = get_mask(valid_lens_to_mask, valid_lens, 2, 4, (2, 1, 2, 4))
+    expected = torch.tensor(
+        [[[1, 0, 0, 0], [1, 1, 1, 1]], [[1, 1, 0, 0], [0, 0, 0, 0]]], device=device
+    ).bool()
+    expect_mask(mask, expected[:, None], "valid_lens_to_mask([[1, 4], [2, 0]], 2, 4)")

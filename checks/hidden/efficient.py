@@ -1,0 +1,80 @@
+"""Hidden checks for the chapter "Efficient attention".
+
+References: the mask written as a double loop over (query, key), and attention
+computed query by query with a plain softmax over the valid keys, in float64.
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from checks._core import check, expect_close, random_lengths, random_tensor
+from checks.efficient import expect_mask, get_mask
+
+CASES = [(1, 1, 1), (2, 3, 5), (4, 6, 4), (3, 1, 9), (5, 7, 16)]  # (B, m, n)
+
+
+@check("valid_lens_to_mask.values", hidden=True)
+def matches_a_loop(valid_lens_to_mask, device):
+    """Is key j attended by query i of sequence b exactly when j < ℓ (ℓ = 0, within and beyond n)?"""
+    for seed, (B, m, n) in enumerate(CASES):
+        for per_query in (False, True):
+            shape = (B, m) if per_query else (B,)
+            lens = random_lengths(*shape, high=n + 2, seed=seed, device=device)
+            out = (B, 1, m if per_query else 1, n)
+            mask = get_mask(valid_lens_to_mask, lens, m, n, out)
+            ells = lens.tolist()
+            expected = torch.tensor(
+                [
+                    [
+                        [j < (ells[b][i] if per_query else ells[b]) for j in range(n)]
+                        for i in range(out[2])
+                    ]
+                    for b in range(B)
+                ],
+                device=device,
+            )
+            expect_mask(mask, expected[:, None], f"valid_lens_to_mask({ells}, {m}, {n})")
+
+
+def loop_attention(q, k, v, lens):
+    """Attention query by query, softmax over keys j < lens[b][i] only, in float64."""
+    B, h, m, d = q.shape
+    out = torch.zeros(B, h, m, v.shape[-1], dtype=torch.float64)
+    q, k, v = (t.detach().double().cpu() for t in (q, k, v))
+    for b in range(B):
+        for head in range(h):
+            for i in range(m):
+                n_valid = min(lens[b][i], k.shape[2])
+                scores = [
+                    float(q[b, head, i] @ k[b, head, j]) / math.sqrt(d) for j in range(n_valid)
+                ]
+                top = max(scores)
+                exps = [math.exp(s - top) for s in scores]
+                for j, e in enumerate(exps):
+                    out[b, head, i] += e / sum(exps) * v[b, head, j]
+    return out
+
+
+@check("valid_lens_to_mask.kernel", hidden=True)
+def works_in_the_fused_kernel(valid_lens_to_mask, device):
+    """Fed to SDPA with 3 heads (4-D inputs, the fused kernel), does the mask give attention over the valid keys only?"""
+    B, h, m, n, d = 3, 3, 4, 6, 8
+    q = random_tensor(B, h, m, d, seed=1, device=device)
+    k = random_tensor(B, h, n, d, seed=2, device=device)
+    v = random_tensor(B, h, n, 5, seed=3, device=device)
+    for per_query in (False, True):
+        shape = (B, m) if per_query else (B,)
+        lens = random_lengths(*shape, low=1, high=n + 1, seed=4, device=device)
+        mask = get_mask(valid_lens_to_mask, lens, m, n, (B, 1, m if per_query else 1, n))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        ells = lens.tolist() if per_query else [[ell] * m for ell in lens.tolist()]
+        expected = loop_attention(q, k, v, ells).to(device=device, dtype=out.dtype)
+        expect_close(
+            out,
+            expected,
+            f"SDPA output with valid_lens_to_mask({lens.tolist()}, {m}, {n})",
+            atol=1e-4,
+            labels=("batch", "head", "query"),
+        )
