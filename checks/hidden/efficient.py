@@ -9,7 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from checks._core import check, expect_close, random_lengths, random_tensor
+from checks._core import check, expect_close, random_lengths, random_tensor, softmax_list
 from checks.efficient import expect_mask, get_mask
 
 CASES = [(1, 1, 1), (2, 3, 5), (4, 6, 4), (3, 1, 9), (5, 7, 16)]  # (B, m, n)
@@ -50,10 +50,8 @@ def loop_attention(q, k, v, lens):
                 scores = [
                     float(q[b, head, i] @ k[b, head, j]) / math.sqrt(d) for j in range(n_valid)
                 ]
-                top = max(scores)
-                exps = [math.exp(s - top) for s in scores]
-                for j, e in enumerate(exps):
-                    out[b, head, i] += e / sum(exps) * v[b, head, j]
+                for j, weight in enumerate(softmax_list(scores) if scores else []):
+                    out[b, head, i] += weight * v[b, head, j]
     return out
 
 
