@@ -1,7 +1,7 @@
 # Attention, Step by Step: the one entry point.
-#   make book     build the book into _build/html (installs what it needs;
-#                 EDITION=student builds the edition without solutions)
-#   make test     the whole suite, as CI runs it
+#   make check    the quick loop while you work (under 2 minutes)
+#   make test     the whole suite, as CI runs it (installs everything, the browser included)
+#   make book     build the book into _build/html (EDITION=student: the edition without solutions)
 #   make release  student notebooks for every chapter (nbgrader), in _course/release
 # Run `make help` for the rest.
 
@@ -18,7 +18,7 @@ JB_FLAGS := -W --keep-going
 export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help install book book-test book-strict test unit nbval lint format export check-export outputs release bench-grading bench-attention clean
+.PHONY: help install system book book-test test test-slow test-notebooks check unit smoke nbval lint format export check-export outputs release bench-grading bench-attention clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -41,6 +41,20 @@ _vendor/mathjax/tex-chtml.js: node_modules/.installed
 
 install: $(VENV)/.installed _vendor/mathjax/tex-chtml.js  ## create .venv from requirements.lock, MathJax from package-lock.json
 
+# Debian packages the full suite needs: chromium (browser tests of the book), postgresql
+# (sharded PostgreSQL gradebooks), bubblewrap (sandboxing). Installed with apt-get when
+# missing (with sudo when not root), exactly as on a fresh CI machine.
+SYSTEM_PACKAGES := chromium:/usr/bin/chromium postgresql:/usr/lib/postgresql/*/bin/initdb bubblewrap:/usr/bin/bwrap
+system:  ## install the Debian packages the full suite needs (chromium, postgresql, bubblewrap)
+	@missing=""; for entry in $(SYSTEM_PACKAGES); do \
+	  ls $${entry#*:} >/dev/null 2>&1 || missing="$$missing $${entry%%:*}"; done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo"; \
+	  echo "installing Debian packages:$$missing"; \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
 # ---------------------------------------------------------------- the book
 # EDITION=reader (default): _build/html, solutions behind "Show solution".
 # EDITION=student: _build/student/html, no solution text at all (its own stage and cache).
@@ -61,8 +75,7 @@ book: install  ## build the book (EDITION=reader|student) into _build/html or _b
 	@if [ "$(BOOK_OUT)" != . ]; then ln -sfn _build/html $(BOOK_HTML); fi
 	@echo "The $(EDITION) edition is in $(BOOK_HTML)/index.html"
 
-book-test: install  ## browser tests (Chromium) of the built book and the student edition's leak test
-	@command -v chromium >/dev/null || { echo "book-test needs Debian's chromium (apt-get install chromium)"; exit 1; }
+book-test: install system  ## browser tests (Chromium) of the built book and the student edition's leak test
 	$(BIN)/pytest -m book tests/test_book.py
 
 # ---------------------------------------------------------------- checks
@@ -83,19 +96,35 @@ check-export: install  ## fail if solutions/ has drifted from the notebooks
 outputs: install  ## re-execute the chapter notebooks in place (committed outputs)
 	$(PY) -m autograder execute
 
-unit: install  ## pytest: solutions against the checks, wrong implementations, tooling
+unit: install  ## pytest: every test that needs neither an nbgrader run nor a book build
+	$(BIN)/pytest -m "not slow and not smoke"
+
+smoke: install  ## one small grading run: reference, blank, wrong and tampering notebooks
+	$(BIN)/pytest -m smoke
+
+check: install  ## the quick loop while you work: ruff, drift, unit tests, one smoke grading
+	$(MAKE) --no-print-directory lint check-export
 	$(BIN)/pytest -m "not slow"
 
-nbval: install  ## nbval: the chapter notebooks run and reproduce their outputs
+nbval: install  ## nbval: the chapter notebooks run and reproduce their committed outputs
 	MPLBACKEND=module://matplotlib_inline.backend_inline \
 	  $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-	    -p no:cacheprovider book/*.ipynb
+	    -p no:cacheprovider -p no:xdist -o timeout=300 book/*.ipynb
 
-test: install  ## everything CI runs: lint, drift, unit, nbval, nbgrader end to end, both editions, browser tests
-	$(MAKE) --no-print-directory lint check-export
-	$(BIN)/pytest
-	$(MAKE) --no-print-directory nbval book
+# The slow tests grade with nbgrader end to end; one file per process, on the two cores.
+test-slow: install system
+	$(BIN)/pytest -m "slow and not book" -n 2 --dist loadfile
+
+# Each chapter runs once: nbval proves its committed outputs, and both editions of the book
+# are built from those outputs (execute_notebooks is off in _config.yml).
+test-notebooks: install
+	$(MAKE) --no-print-directory nbval
+	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book EDITION=student
+
+test: install system  ## everything CI runs: check, nbgrader end to end, nbval, both editions, browser tests
+	$(MAKE) --no-print-directory check
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-slow test-notebooks
 	$(MAKE) --no-print-directory book-test
 
 # ---------------------------------------------------------------- instructors

@@ -53,6 +53,22 @@ class GradingError(RuntimeError):
     pass
 
 
+def venv_on_path() -> None:
+    """Prepare this process for nbgrader's Gradebook.
+
+    A new gradebook asks ``alembic`` (from PATH: make it this environment's) for the
+    schema's head revision, in a subprocess that takes seconds. The answer depends
+    only on the installed nbgrader, so it is asked once per process.
+    """
+    import nbgrader.api
+
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+    if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
+        nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)
+
+
 class Course:
     def __init__(
         self, root: Path = Path("_course"), *, timeout: int = 60, db_url: str | None = None
@@ -70,32 +86,65 @@ class Course:
         )
         (self.root / "nbgrader_config.py").write_text(text)
 
-    def template_gradebook(self, chapter: str) -> Path:
-        """A gradebook holding only ``chapter``'s assignment, for the grading workers to copy."""
+    def _template_path(self, chapter: str) -> Path:
         notebook = self.root / "source" / chapter / f"{chapter}.ipynb"
         digest = hashlib.sha256(notebook.read_bytes()).hexdigest()[:16]
-        templates = self.root / ".grading" / "templates"
-        path = templates / f"{chapter}-{digest}.db"
-        if path.exists():
-            return path
-        scratch = templates / f"scratch-{chapter}"
-        shutil.rmtree(scratch, ignore_errors=True)
-        shutil.copytree(self.root / "source" / chapter, scratch / "source" / chapter)
-        partial = path.with_suffix(".partial")
-        partial.unlink(missing_ok=True)
-        self.nbgrader(
-            "generate_assignment",
-            chapter,
-            "--force",
-            f"--CourseDirectory.root={scratch}",
-            f"--CourseDirectory.db_url=sqlite:///{partial}",
-        )
-        partial.rename(path)
-        shutil.rmtree(scratch, ignore_errors=True)
+        return self.root / ".grading" / "templates" / f"{chapter}-{digest}.db"
+
+    def template_gradebook(self, chapter: str) -> Path:
+        """A gradebook holding only ``chapter``'s assignment, for the grading workers to copy.
+
+        :meth:`release` writes it; it is made here only for a course released before
+        the source notebook changed.
+        """
+        path = self._template_path(chapter)
+        if not path.exists():
+            self._generate(chapter, f"sqlite:///{path.with_suffix('.partial')}", scratch=True)
+            path.with_suffix(".partial").rename(path)
         return path
+
+    def _config(self, db_url: str | None = None, root: Path | None = None):
+        from traitlets.config import Config
+
+        cfg = Config()
+        cfg.CourseDirectory.root = str(root or self.root)
+        cfg.CourseDirectory.course_id = COURSE_ID
+        cfg.CourseDirectory.db_url = db_url or self.db_url
+        cfg.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+        return cfg
+
+    def _generate(self, chapter: str, db_url: str, *, scratch: bool = False) -> None:
+        """nbgrader's ``generate_assignment``, in this process (no notebook is executed).
+
+        With ``scratch``, only the gradebook ``db_url`` is written: the release folder
+        is generated in a throwaway course directory.
+        """
+        from nbgrader.apps import NbGraderAPI
+        from nbgrader.coursedir import CourseDirectory
+
+        root = self.root
+        if scratch:
+            root = self.root / ".grading" / "templates" / f"scratch-{chapter}"
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.copytree(self.root / "source" / chapter, root / "source" / chapter)
+            db = Path(db_url.removeprefix("sqlite:///"))
+            db.parent.mkdir(parents=True, exist_ok=True)
+            db.unlink(missing_ok=True)
+        venv_on_path()
+        cfg = self._config(db_url, root)
+        api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
+        result = api.generate_assignment(chapter, force=True)
+        if scratch:
+            shutil.rmtree(root, ignore_errors=True)
+        if not result.get("success"):
+            raise GradingError(
+                f"nbgrader generate_assignment {chapter} failed:\n{result.get('log', '')}"
+                f"\n{result.get('error', '')}"
+            )
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run an nbgrader command in the course directory, without the repository on the path."""
+        self._write_config()
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["MPLBACKEND"] = "agg"
         # nbgrader runs `alembic` (gradebook migrations) from PATH: use this environment's.
@@ -112,6 +161,16 @@ class Course:
                 f"nbgrader {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
             )
         return result
+
+    def export_grades(self, output: Path) -> None:
+        """nbgrader's ``export`` (its CSV format), in this process."""
+        from nbgrader.api import Gradebook
+        from nbgrader.plugins import CsvExportPlugin
+
+        venv_on_path()
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with Gradebook(self.db_url, COURSE_ID) as gb:
+            CsvExportPlugin(to=str(output)).export(gb)
 
     # ------------------------------------------------------------ release
     def stage_source(self, chapter: str) -> Path:
@@ -151,7 +210,8 @@ class Course:
         released = []
         for chapter in chapters or nbs.chapter_names():
             self.stage_source(chapter)
-            self.nbgrader("generate_assignment", chapter, "--force")
+            self._generate(chapter, self.db_url)
+            self.template_gradebook(chapter)
             out = self.root / "release" / chapter
             shutil.rmtree(out / "checks" / "hidden", ignore_errors=True)
             self._verify_release(out / f"{chapter}.ipynb")
@@ -224,7 +284,7 @@ class Course:
         self.last_stats = stats
         elapsed = time.monotonic() - start
         output = Path(output).resolve()
-        self.nbgrader("export", f"--to={output}")
+        self.export_grades(output)
         problems = Path(problems) if problems else output.with_name("problems.csv")
         grading.write_problems(problems, stats["failed"])
         print(

@@ -8,6 +8,7 @@ package has drifted from the notebooks. See ``book/maintainers.md``.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import shutil
 import subprocess
@@ -39,19 +40,26 @@ SOURCES = {{
 }}
 '''
 
-TITLES = {
-    "utils": "Device helpers and plotting helpers used by every chapter.",
-    "pooling": "Attention pooling: Nadaraya–Watson kernel regression.",
-    "textbook": "The textbook (d2l) masking code, kept for comparison and benchmarks.",
-    "masking": "Masking: sequence_mask and masked_softmax.",
-    "additive": "Additive (Bahdanau) attention, its shape checks and a chunked score.",
-    "dot_product": "Scaled dot-product attention and the scoring exercises of its chapter.",
-    "bilinear": "Bilinear (Luong) attention.",
-    "self_attention": "Self-attention and the sinusoidal positional encoding.",
-    "multihead": "Causal masking and multi-head attention.",
-    "transformer": "The transformer block: position-wise FFN, residuals, pre- and post-norm.",
-    "efficient": "Efficient attention: fused kernels and memory-bounded additive attention.",
-}
+
+def chapter_title(path: Path) -> str:
+    """The chapter's title: the first Markdown heading of its notebook."""
+    for cell in nbs.read(path).cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return path.stem
+
+
+def module_title(chapter_path: Path, cells: list[str]) -> str:
+    """One line for a generated module: its chapter and the names it defines."""
+    names = [
+        node.name
+        for cell in cells
+        for node in ast.parse(cell).body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_")
+    ]
+    return f'From the chapter "{chapter_title(chapter_path)}": {", ".join(names)}.'
 
 
 def ruff_format(text: str, filename: str) -> str:
@@ -90,13 +98,17 @@ def render(root: Path = nbs.ROOT) -> dict[Path, str]:
     """Every file of the generated package: path -> text."""
     files: dict[Path, str] = {}
     modules = collect(root)
+    titles = {
+        module: module_title(nbs.notebook_path(chapter, root), cells)
+        for module, (chapter, cells) in modules.items()
+    }
     for module, (chapter, cells) in modules.items():
         source = nbs.notebook_path(chapter, root).relative_to(root)
-        title = TITLES.get(module, f"Module {module}.")
+        title = titles[module]
         text = HEADER.format(title=title, source=source, module=module)
         text += "\n" + "\n\n\n".join(cells) + "\n"
         files[root / "solutions" / f"{module}.py"] = ruff_format(text, f"solutions/{module}.py")
-    listing = "\n".join(f"- ``solutions.{m}``: {TITLES.get(m, m)}" for m in modules)
+    listing = "\n".join(f"- ``solutions.{m}``: {titles[m]}" for m in modules)
     sources = "\n".join(f'    "{m}": "{c}",' for m, (c, _) in modules.items())
     init = INIT.format(listing=listing, sources=sources)
     files[root / "solutions" / "__init__.py"] = ruff_format(init, "solutions/__init__.py")

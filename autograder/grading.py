@@ -327,10 +327,9 @@ class Ledger:
     def __init__(self, db_url: str, course_id: str):
         from nbgrader.api import Gradebook
 
-        # A new gradebook runs `alembic` from PATH: make it this environment's.
-        bindir = str(Path(sys.executable).parent)
-        if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-            os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+        from autograder.course import venv_on_path
+
+        venv_on_path()
 
         self.gb = Gradebook(db_url, course_id=course_id)
         self.meta, self.table = _graded_table()

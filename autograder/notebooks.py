@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SAVE_LINE = re.compile(r"^#\s?@save\s+(?P<module>[a-z_][a-z0-9_]*)\s*$")  # ruff writes "# @save"
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 HIDDEN_MARKERS = ("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
+# Code cells after a chapter's last test cell that no grade depends on (training loops,
+# benchmarks, long plots) carry this tag; the grader does not run them.
+DEMO_TAG = "demo"
 
 
 def toc_files(root: Path = ROOT) -> list[str]:

@@ -50,6 +50,7 @@ def make_preprocessors(sign):
     from nbgrader.preprocessors import NbGraderPreprocessor
 
     import checks
+    from autograder.notebooks import DEMO_TAG
     from checks._core import REGISTRY, signed_line
 
     checks.groups()  # load the hidden groups' names
@@ -115,7 +116,29 @@ def make_preprocessors(sign):
                         output.data["text/plain"] = self._cut(output.data["text/plain"])
             return cell, resources
 
-    return StderrIsNotFailure, VerifyChecksRan, CapOutput
+    class SkipDemos(NbGraderPreprocessor):
+        """Do not run demo cells (training loops, benchmarks): no grade depends on them.
+
+        Only a cell that is none of nbgrader's (no answer, test or locked cell) and is
+        tagged ``demo`` is skipped, so a submission cannot skip a test cell by tagging it.
+        Execute skips cells tagged :data:`SKIP`; that tag is removed from every other cell.
+        """
+
+        SKIP = "attention-grader-skip"
+        NOTE = "# Not run by the grader: a demo that no grade depends on.\n"
+
+        def preprocess_cell(self, cell, resources, index):
+            if cell.cell_type != "code":
+                return cell, resources
+            tags = [t for t in cell.metadata.get("tags", []) if t != self.SKIP]
+            if DEMO_TAG in tags and not cell.metadata.get("nbgrader"):
+                tags.append(self.SKIP)
+                cell.source = self.NOTE + cell.source
+                cell.outputs = []
+            cell.metadata["tags"] = tags
+            return cell, resources
+
+    return StderrIsNotFailure, VerifyChecksRan, CapOutput, SkipDemos
 
 
 def grade(job: dict) -> dict:
@@ -141,7 +164,9 @@ def grade(job: dict) -> dict:
     def sign(text):
         return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:20]
 
-    stderr_ok, verify, cap = make_preprocessors(sign)  # imports checks here, before the key exists
+    stderr_ok, verify, cap, skip_demos = make_preprocessors(
+        sign
+    )  # imports checks here, before the key exists
     key_file = root / ".grader-key"
     key_file.write_bytes(key)
     os.environ["ATTENTION_GRADER_KEY_FILE"] = str(key_file)
@@ -153,9 +178,14 @@ def grade(job: dict) -> dict:
     cfg.Execute.timeout = job["cell_timeout"]
     cfg.Execute.allow_errors = True
     cfg.Execute.interrupt_on_timeout = True
+    cfg.Execute.skip_cells_with_tag = skip_demos.SKIP
+    # A busy machine can delay a finished cell's output by seconds; nbclient's default
+    # (4 s, then an error) would turn correct work into a failure.
+    cfg.Execute.iopub_timeout = 120
     cfg.OverwriteCells.add_missing_cells = True
     cfg.LimitOutput.max_lines = job.get("max_lines", 1000)
     cfg.Autograde.autograde_preprocessors = [
+        skip_demos,
         Execute,
         cap,
         stderr_ok,

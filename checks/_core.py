@@ -13,12 +13,18 @@ nbgrader's hidden test cells (``checks.run_hidden``) and pytest on the
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import hmac
 import importlib
+import linecache
 import math
 import os
-from collections.abc import Callable
+import pkgutil
+import re
+import sysconfig
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -58,6 +64,179 @@ def signed_line(group: str, names: list[str], sign) -> str:
 
 class CheckError(AssertionError):
     """A check found a wrong answer. The message says what and where."""
+
+
+class CheckInternalError(Exception):
+    """A check itself crashed: a bug in ``checks/``, not in the code under test.
+
+    Deliberately not a :class:`CheckError`: a test that expects a wrong answer to
+    be caught must not be satisfied by a check that merely fell over.
+    """
+
+
+# --------------------------------------------------------------------------
+# Whose exception is it? Frames of the harness against frames of the code under test.
+# --------------------------------------------------------------------------
+
+
+def _real_dir(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+_CHECKS_DIR = _real_dir(os.path.dirname(__file__))
+_TORCH_DIR = _real_dir(os.path.dirname(torch.__file__))
+_STDLIB_DIRS = tuple(
+    sorted({_real_dir(sysconfig.get_paths()[key]) for key in ("stdlib", "platstdlib")})
+)
+# Third-party packages installed under a standard-library directory are not the standard library.
+_SITE_DIR_NAMES = ("site-packages", "dist-packages")
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+@functools.lru_cache(maxsize=4096)
+def is_harness_file(filename: str) -> bool:
+    """Whether ``filename`` belongs to the harness rather than to the code under test.
+
+    The harness is the ``checks`` package, PyTorch and the Python standard library
+    (``sysconfig``'s ``stdlib`` and ``platstdlib`` directories, less any
+    ``site-packages`` or ``dist-packages`` inside them). Everything else is code
+    under test: a notebook cell (``/tmp/ipykernel_…/….py``), a file in ``tests/wrong``,
+    a module of ``solutions`` wherever it is installed, code made at run time
+    (``<string>``).
+
+    Args:
+        filename: a frame's ``f_code.co_filename``.
+    """
+    if filename.startswith("<frozen "):  # frozen modules of the standard library
+        return True
+    if filename.startswith("<"):
+        return False
+    path = _real_dir(filename)
+    if _inside(path, _CHECKS_DIR) or _inside(path, _TORCH_DIR):
+        return True
+    for directory in _STDLIB_DIRS:
+        if _inside(path, directory):
+            parts = os.path.relpath(path, directory).split(os.sep)
+            return not any(part in _SITE_DIR_NAMES for part in parts)
+    return False
+
+
+def _frames_under_test(err: BaseException) -> list:
+    """The traceback entries of ``err`` that lie in the code under test, outermost first."""
+    entries = []
+    tb = err.__traceback__
+    while tb is not None:
+        if not is_harness_file(tb.tb_frame.f_code.co_filename):
+            entries.append(tb)
+        tb = tb.tb_next
+    return entries
+
+
+def _qualnames_under_test(fn) -> set[str]:
+    """Qualified names of ``fn`` and, for a class, of its methods that are code under test."""
+    names = {getattr(fn, "__qualname__", "")}
+    members = [vars(klass).values() for klass in getattr(fn, "__mro__", ())]
+    for member in (m for values in members for m in values):
+        member = getattr(member, "__func__", member)  # classmethod, staticmethod
+        code = getattr(member, "__code__", None)
+        if code is not None and not is_harness_file(code.co_filename):
+            names.add(member.__qualname__)
+    names.discard("")
+    return names
+
+
+# "f() missing 1 required positional argument", "C.forward() takes 4 positional arguments ..."
+_BAD_CALL = re.compile(r"(?P<name>[\w.<>]+)\(\) (missing|takes|got)")
+
+
+def raised_by_code_under_test(err: BaseException, fn=None) -> bool:
+    """Whether ``err`` is a crash of the code under test rather than of the harness.
+
+    It is if its traceback passes through a frame of the code under test: an
+    exception raised only within ``checks`` (and the PyTorch or standard-library
+    code it calls) is a bug of the check; one that passes through the student's
+    function, module or notebook cell is the student's crash. So is a
+    ``TypeError`` that says ``fn`` (or one of its methods) was called with
+    arguments its signature does not take: Python raises it at the call, before
+    any frame of ``fn`` runs.
+
+    Args:
+        err: the exception.
+        fn: the function or module class under test, if known.
+    """
+    if _frames_under_test(err):
+        return True
+    if fn is not None and isinstance(err, TypeError):
+        match = _BAD_CALL.match(str(err))
+        return bool(match) and match.group("name") in _qualnames_under_test(fn)
+    return False
+
+
+_RAISE = re.compile(r"raise\b")
+
+
+def _source_file(fn) -> str | None:
+    """The file that defines ``fn``, or the ``forward`` of a module class; None if unknown."""
+    for candidate in (fn, getattr(fn, "forward", None)):
+        code = getattr(candidate, "__code__", None)
+        if code is not None:
+            return code.co_filename
+    return None
+
+
+def describe_crash(what: str, err: BaseException, fn=None) -> str:
+    """``"<what> raised <Type>: <message>"``, and the line of the code under test it came from.
+
+    The line is the innermost one of the code under test in the file that defines
+    ``fn`` (the student's own code) if there is one, else the innermost one that
+    is not a ``raise`` statement (whose message is already shown).
+    """
+    text = f"{what} raised {type(err).__name__}: {err}"
+    entries = []  # (file, source line, where), outermost first
+    for tb in _frames_under_test(err):
+        code = tb.tb_frame.f_code
+        line = linecache.getline(code.co_filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
+        if line:
+            entries.append((code.co_filename, line, f"line {tb.tb_lineno} of {code.co_name}"))
+    own = _source_file(fn) if fn is not None else None
+    chosen = [e for e in entries if e[0] == own] or [e for e in entries if not _RAISE.match(e[1])]
+    if chosen:
+        _, line, where = chosen[-1]
+        text += f"\n      at {where}: {line}"
+    return text
+
+
+@contextlib.contextmanager
+def calling(what: str, fn=None) -> Iterator[None]:
+    """Name the call if the code under test raises inside the block.
+
+    Turns an exception of the code under test into a :class:`CheckError`
+    ``"<what> raised <Type>: <message>"``, so that the student sees which input
+    made the code crash. ``NotImplementedError`` (an exercise not done yet), check
+    failures and exceptions of the harness itself pass through unchanged.
+
+    Args:
+        what: the call, as the student would write it, e.g.
+            ``"sequence_mask(ones(2, 3, 2), [2, 0], value=-1)"``.
+        fn: the function or module class under test, to point at the line of
+            its own code that crashed (optional).
+
+    Example::
+
+        with calling(f"sequence_mask on shape {tuple(X.shape)}", sequence_mask):
+            out = sequence_mask(X, lens)
+    """
+    try:
+        yield
+    except (CheckError, CheckInternalError, NotImplementedError):
+        raise
+    except Exception as err:
+        if not raised_by_code_under_test(err, fn):
+            raise
+        raise CheckError(describe_crash(what, err, fn)) from err
 
 
 @dataclass(frozen=True)
@@ -113,6 +292,37 @@ def _load_hidden(required: bool) -> None:
             raise
 
 
+def import_chapters(package: str, path) -> list[str]:
+    """Import every chapter module of ``package``, in sorted order, and return their names.
+
+    A chapter module is a module directly in the package's directory whose name does
+    not start with ``_``; subpackages (``checks.hidden``) are left to load on their
+    own. Adding ``checks/<chapter>.py`` registers its checks with nothing else to edit.
+
+    Args:
+        package: the package's ``__name__``.
+        path: the package's ``__path__``.
+    """
+    names = sorted(
+        info.name
+        for info in pkgutil.iter_modules(path)
+        if not info.ispkg and not info.name.startswith("_")
+    )
+    for name in names:
+        importlib.import_module(f"{package}.{name}")
+    return names
+
+
+def _internal_error(item: Check, device, err: Exception) -> CheckInternalError:
+    where = f"{item.fn.__module__}.{item.fn.__qualname__}"
+    return CheckInternalError(
+        f"the check {item.question!r} ({where}) itself failed on {device} with "
+        f"{type(err).__name__}: {err}\n"
+        "This is a bug in the checks, not in the code they check: please report it, "
+        "with this message."
+    )
+
+
 def _run(group: str, fn: Callable, devices, verbose: bool, sign=_sign) -> None:
     if group not in REGISTRY:
         known = ", ".join(sorted(REGISTRY)) or "none"
@@ -120,19 +330,22 @@ def _run(group: str, fn: Callable, devices, verbose: bool, sign=_sign) -> None:
     if not callable(fn):
         raise CheckError(f"expected a function to check, got {type(fn).__name__}")
     devices = list(devices) if devices is not None else available_devices()
+    name = getattr(fn, "__name__", type(fn).__name__)
     failures = []
     for item in REGISTRY[group]:
         problems = []
         for device in devices:
             try:
                 item.fn(fn, torch.device(device))
-            except NotImplementedError:
-                problems.append(f"{fn.__name__} is not implemented yet")
-                break
             except CheckError as err:
                 problems.append(f"on {device}: {err}")
-            except Exception as err:  # the code under test crashed
-                problems.append(f"on {device}: {fn.__name__} raised {type(err).__name__}: {err}")
+            except Exception as err:
+                if not raised_by_code_under_test(err, fn):
+                    raise _internal_error(item, device, err) from err
+                if isinstance(err, NotImplementedError):
+                    problems.append(f"{name} is not implemented yet")
+                    break
+                problems.append(f"on {device}: {describe_crash(name, err, fn)}")
         names = ", ".join(str(d) for d in devices)
         if problems:
             failures.append(f"✗ {item.question}\n    " + "\n    ".join(problems))
@@ -141,10 +354,10 @@ def _run(group: str, fn: Callable, devices, verbose: bool, sign=_sign) -> None:
         elif verbose:
             print(f"✓ {item.question} [{names}]")
     if failures:
-        raise CheckError(
-            f"{len(failures)} of {len(REGISTRY[group])} checks in {group!r} failed:\n"
-            + "\n".join(failures)
-        )
+        summary = f"{len(failures)} of {len(REGISTRY[group])} checks in {group!r} failed"
+        if verbose:  # the ✗ lines are printed already: say so instead of repeating them
+            raise CheckError(f"{summary} (the ✗ lines above say why)")
+        raise CheckError(f"{summary}:\n" + "\n".join(failures))
     if sign is not None:
         print(signed_line(group, [c.fn.__qualname__ for c in REGISTRY[group]], sign))
 
@@ -152,7 +365,11 @@ def _run(group: str, fn: Callable, devices, verbose: bool, sign=_sign) -> None:
 def run(group: str, fn: Callable, *, devices=None, verbose: bool = True, _run=_run) -> None:
     """Run the checks of ``group`` against ``fn`` on every available device.
 
-    Prints one line per check (✓ or ✗) and raises :class:`CheckError` if any failed.
+    Prints one line per check (✓ or ✗, with what is wrong) and raises
+    :class:`CheckError` if any failed: with ``verbose=True`` its message only
+    counts the failures (the ✗ lines say why), with ``verbose=False`` it carries
+    every ✗ line. A crash of the code under test is a failure of that check; a
+    crash of a check itself raises :class:`CheckInternalError`.
     """
     _run(group, fn, devices, verbose)
 
@@ -233,24 +450,39 @@ def expect_close(
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(first), a.shape[:-1]))
     row_a, row_e = a.reshape(-1, a.shape[-1])[first], e.reshape(-1, a.shape[-1])[first]
     count = int(rows_bad.sum())
-    where = f"row {_where(index, labels)}" if index else "the values"
+    where = f"row {_where(index, labels)} is" if index else "the values are"
     extra = f" ({count} of {rows_bad.numel()} rows differ)" if rows_bad.numel() > 1 else ""
     nan_note = " (it contains NaN)" if bool(_isnan(row_a).any()) else ""
     raise CheckError(
-        f"{name}: {where} is wrong{extra}{nan_note}\n"
+        f"{name}: {where} wrong{extra}{nan_note}\n"
         f"      expected {_fmt_row(row_e)}\n"
         f"      actual   {_fmt_row(row_a)}"
     )
 
 
 def expect_finite(x: torch.Tensor, name: str) -> None:
-    """Check that ``x`` has no NaN or infinity, and say where the first one is."""
+    """Check that ``x`` is a tensor with no NaN or infinity, and say where the first one is."""
+    expect_tensor(x, name)
     finite = _isfinite(x.detach())
     if bool(finite.all()):
         return
     index = tuple(int(i) for i in torch.nonzero(~finite)[0])
     value = x.detach().double().cpu()[index].item()
     raise CheckError(f"{name} has a non-finite value {value} at index {shape_str(index)}")
+
+
+def expect_attached(x: torch.Tensor, name: str) -> None:
+    """Check that ``x``, computed from an input that requires grad, still requires grad.
+
+    Otherwise no gradient can flow back to the input: the code under test detached its
+    result (``.detach()``, ``.data``, ``torch.tensor(...)`` of values, a NumPy round trip).
+    """
+    expect_tensor(x, name)
+    if not x.requires_grad:
+        raise CheckError(
+            f"{name} does not require grad although its input does, so no gradient can flow "
+            "back: is the output detached from the input (.detach(), .data, torch.tensor)?"
+        )
 
 
 def expect_unchanged(before: torch.Tensor, after: torch.Tensor, name: str) -> None:

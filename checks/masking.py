@@ -3,6 +3,7 @@
 import torch
 
 from checks._core import (
+    calling,
     check,
     expect_close,
     expect_tensor,
@@ -34,7 +35,8 @@ def masked_rows(scores, lengths):
 def textbook_example(sequence_mask, device):
     """Does sequence_mask keep the first valid_len entries of each row and zero the rest?"""
     X = torch.tensor([[1, 2, 3], [4, 5, 6]], device=device)
-    out = sequence_mask(X, torch.tensor([1, 2], device=device))
+    with calling("sequence_mask(X, [1, 2]) for X = [[1, 2, 3], [4, 5, 6]]", sequence_mask):
+        out = sequence_mask(X, torch.tensor([1, 2], device=device))
     expected = torch.tensor([[1, 0, 0], [4, 5, 0]], device=device)
     expect_close(out, expected, "sequence_mask(X, [1, 2])", labels=("row",))
 
@@ -43,7 +45,8 @@ def textbook_example(sequence_mask, device):
 def fill_value_and_trailing_dims(sequence_mask, device):
     """Does it use `value` and mask whole positions of an (N, L, D) input?"""
     X = torch.ones(2, 3, 2, device=device)
-    out = sequence_mask(X, torch.tensor([2, 0], device=device), value=-1)
+    with calling("sequence_mask(ones(2, 3, 2), [2, 0], value=-1)", sequence_mask):
+        out = sequence_mask(X, torch.tensor([2, 0], device=device), value=-1)
     expected = torch.tensor(
         [
             [[1.0, 1.0], [1.0, 1.0], [-1.0, -1.0]],
@@ -64,7 +67,8 @@ def input_left_alone(sequence_mask, device):
     """Is the input X left unchanged?"""
     X = torch.arange(8.0, device=device).reshape(2, 4)
     before = X.clone()
-    sequence_mask(X, torch.tensor([1, 3], device=device))
+    with calling("sequence_mask(arange(8.0).reshape(2, 4), [1, 3])", sequence_mask):
+        sequence_mask(X, torch.tensor([1, 3], device=device))
     expect_unchanged(before, X, "X")
 
 
@@ -74,7 +78,7 @@ def worked_example_1d(masked_softmax, device):
     X = torch.tensor(WORKED_X, device=device)
     out = masked_softmax(X, torch.tensor([2, 3], device=device))
     expected = torch.tensor(masked_rows(WORKED_X, [[2, 2], [3, 3]]), device=device)
-    expect_close(out, expected, "weights", labels=("batch", "query"))
+    expect_close(out, expected, "weights for valid_lens [2, 3]", labels=("batch", "query"))
 
 
 @check("masked_softmax")
@@ -84,7 +88,7 @@ def worked_example_2d(masked_softmax, device):
     lens = [[1, 3], [2, 4]]
     out = masked_softmax(X, torch.tensor(lens, device=device))
     expected = torch.tensor(masked_rows(WORKED_X, lens), device=device)
-    expect_close(out, expected, "weights", labels=("batch", "query"))
+    expect_close(out, expected, f"weights for valid_lens {lens}", labels=("batch", "query"))
 
 
 @check("masked_softmax")
@@ -92,7 +96,9 @@ def no_mask(masked_softmax, device):
     """Does valid_lens=None give a plain softmax over the last axis?"""
     X = torch.tensor(WORKED_X, device=device)
     out = masked_softmax(X, None)
-    expect_close(out, torch.softmax(X, dim=-1), "weights", labels=("batch", "query"))
+    expect_close(
+        out, torch.softmax(X, dim=-1), "weights for valid_lens None", labels=("batch", "query")
+    )
 
 
 @check("masked_softmax")
@@ -100,6 +106,7 @@ def empty_rows(masked_softmax, device):
     """Does a query with no valid key get all-zero weights (not NaN, not uniform)?"""
     X = torch.tensor(WORKED_X, device=device)
     out = masked_softmax(X, torch.tensor([0, 2], device=device))
-    expect_tensor(out, "weights", shape=(2, 2, 4), dtype=torch.float32, device=device)
+    name = "weights for valid_lens [0, 2]"
+    expect_tensor(out, name, shape=(2, 2, 4), dtype=torch.float32, device=device)
     expected = torch.tensor(masked_rows(WORKED_X, [[0, 0], [2, 2]]), device=device)
-    expect_close(out, expected, "weights", labels=("batch", "query"))
+    expect_close(out, expected, name, labels=("batch", "query"))

@@ -5,7 +5,14 @@ import math
 import torch
 import torch.nn.functional as F
 
-from checks._core import CheckError, check, expect_close, expect_tensor, random_tensor
+from checks._core import (
+    CheckError,
+    calling,
+    check,
+    expect_close,
+    expect_tensor,
+    random_tensor,
+)
 from checks.scoring import build
 
 
@@ -64,14 +71,16 @@ def small_example(causal_valid_lens, device):
     expect_close(
         lens,
         torch.tensor([[1, 2, 3, 4], [1, 2, 2, 2]], device=device),
-        "lengths",
+        "causal_valid_lens(X, [4, 2]) for T = 4",
+        labels=("sequence",),
         check_dtype=False,
     )
     lens = causal_lengths(causal_valid_lens, X)
     expect_close(
         lens,
         torch.tensor([[1, 2, 3, 4]] * 2, device=device),
-        "lengths without valid_lens",
+        "causal_valid_lens(X) for T = 4, without valid_lens",
+        labels=("sequence",),
         check_dtype=False,
     )
 
@@ -131,6 +140,14 @@ def split_heads_reference(module, queries, keys, values, valid_lens):
     return module.W_o(torch.cat(out.unbind(1), dim=-1)).detach()  # (B, m, d)
 
 
+def stored_weights(module):
+    """The weights the forward left in ``module.attention_weights``, or a CheckError."""
+    weights = getattr(module, "attention_weights", None)
+    if weights is None:
+        raise CheckError("forward must store the weights in self.attention_weights")
+    return weights
+
+
 @check("MultiHeadAttention")
 def shapes_and_heads(MultiHeadAttention, device):
     """Does d = 8 with 2 heads give outputs (2, 3, 8), weights (2, 2, 3, 5), and match SDPA head by head, for (B,) and (B, m) valid_lens?"""
@@ -138,13 +155,17 @@ def shapes_and_heads(MultiHeadAttention, device):
     q = random_tensor(2, 3, 8, seed=1, device=device)
     kv = random_tensor(2, 5, 8, seed=2, device=device)
     lens = torch.tensor([5, 2], device=device)
-    out = module(q, kv, kv, lens)
+    with calling("the forward with valid_lens [5, 2]", MultiHeadAttention):
+        out = module(q, kv, kv, lens)
     expect_tensor(out, "the output", shape=(2, 3, 8), device=device)
-    expect_tensor(module.attention_weights, "attention_weights", shape=(2, 2, 3, 5), device=device)
+    expect_tensor(stored_weights(module), "attention_weights", shape=(2, 2, 3, 5), device=device)
     expected = split_heads_reference(module, q, kv, kv, lens)
     expect_close(out, expected, "the output against SDPA per head", labels=("batch", "query"))
     per_query = torch.tensor([[5, 1, 3], [2, 4, 0]], device=device)
-    out = module(q, kv, kv, per_query)
+    with calling(
+        "the forward with per-query valid_lens [[5, 1, 3], [2, 4, 0]]", MultiHeadAttention
+    ):
+        out = module(q, kv, kv, per_query)
     expected = split_heads_reference(module, q, kv, kv, per_query)
     expect_close(
         out,

@@ -55,4 +55,9 @@ def bandwidth(nadaraya_watson, device):
     values = torch.tensor([0.0, 1.0, 2.0], device=device)
     _, weights = _call(nadaraya_watson, queries, keys, values, bandwidth=0.5)
     row = softmax_list([-((0.5 - k) ** 2) / (2 * 0.5**2) for k in (0.0, 1.0, 2.0)])
-    expect_close(weights, torch.tensor([row], device=device), "attention_weights (σ = 0.5)")
+    expect_close(
+        weights,
+        torch.tensor([row], device=device),
+        "attention_weights (σ = 0.5)",
+        labels=("query",),
+    )

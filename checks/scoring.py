@@ -2,7 +2,15 @@
 
 import torch
 
-from checks._core import CheckError, check, expect_close, expect_tensor, softmax_list
+from checks._core import (
+    CheckError,
+    calling,
+    check,
+    expect_close,
+    expect_tensor,
+    shape_str,
+    softmax_list,
+)
 
 
 def build(cls, *args, seed=0, device="cpu", **kwargs):
@@ -13,10 +21,43 @@ def build(cls, *args, seed=0, device="cpu", **kwargs):
     return module.to(device).eval()
 
 
+def describe_lengths(valid_lens) -> str:
+    """valid_lens as a list if it is short, else by its shape."""
+    if valid_lens is None:
+        return "None"
+    if valid_lens.numel() <= 8:
+        return str(valid_lens.tolist())
+    return f"of shape {shape_str(valid_lens.shape)}"
+
+
 def attend(module, queries, keys, values, valid_lens=None):
-    """Call the module; check it returns (B, m, v) and keeps (B, m, n) weights."""
-    out = module(queries, keys, values, valid_lens)
+    """Call the module; check it returns (B, m, v) and keeps (B, m, n) weights.
+
+    If the forward raises, the message names the shapes it was called with; if it
+    stored attention_weights of the wrong shape before it raised, it says that first.
+    """
     B, m, n, v = queries.shape[0], queries.shape[1], keys.shape[1], values.shape[-1]
+    what = (
+        f"the forward on queries {shape_str(queries.shape)}, keys {shape_str(keys.shape)}, "
+        f"values {shape_str(values.shape)}, valid_lens {describe_lengths(valid_lens)}"
+    )
+    before = getattr(module, "attention_weights", None)
+    try:
+        with calling(what, type(module)):
+            out = module(queries, keys, values, valid_lens)
+    except CheckError as crash:
+        weights = getattr(module, "attention_weights", None)
+        if (
+            weights is not before
+            and isinstance(weights, torch.Tensor)
+            and tuple(weights.shape) != (B, m, n)
+        ):
+            raise CheckError(
+                f"attention_weights has shape {shape_str(weights.shape)}, expected "
+                f"{shape_str((B, m, n))} = (B, m, n), a row per query and a column per key; "
+                f"then {crash}"
+            ) from crash
+        raise
     expect_tensor(out, "the output", shape=(B, m, v), device=queries.device)
     weights = getattr(module, "attention_weights", None)
     if weights is None:

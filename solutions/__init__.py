@@ -5,17 +5,17 @@ chapter notebooks. Do not edit; edit the notebooks.
 
 Modules, each with the chapter it comes from:
 
-- ``solutions.utils``: Device helpers and plotting helpers used by every chapter.
-- ``solutions.pooling``: Attention pooling: Nadaraya–Watson kernel regression.
-- ``solutions.masking``: Masking: sequence_mask and masked_softmax.
-- ``solutions.textbook``: The textbook (d2l) masking code, kept for comparison and benchmarks.
-- ``solutions.additive``: Additive (Bahdanau) attention, its shape checks and a chunked score.
-- ``solutions.dot_product``: Scaled dot-product attention and the scoring exercises of its chapter.
-- ``solutions.bilinear``: Bilinear (Luong) attention.
-- ``solutions.self_attention``: Self-attention and the sinusoidal positional encoding.
-- ``solutions.multihead``: Causal masking and multi-head attention.
-- ``solutions.transformer``: The transformer block: position-wise FFN, residuals, pre- and post-norm.
-- ``solutions.efficient``: Efficient attention: fused kernels and memory-bounded additive attention.
+- ``solutions.utils``: From the chapter "Attention pooling": cpu, gpu, num_gpus, mps_available, try_gpu, try_all_gpus, show_heatmaps, progress.
+- ``solutions.pooling``: From the chapter "Attention pooling": nadaraya_watson, NWKernelRegression.
+- ``solutions.masking``: From the chapter "Masking": check_lengths, sequence_mask, masked_softmax.
+- ``solutions.textbook``: From the chapter "Masking": textbook_sequence_mask, textbook_masked_softmax.
+- ``solutions.additive``: From the chapter "Additive attention": check_qkv, AdditiveAttention, peak_tensor_memory, additive_scores_chunked.
+- ``solutions.dot_product``: From the chapter "Scaled dot-product attention": DotProductAttention, sum_scores, distance_scores.
+- ``solutions.bilinear``: From the chapter "Bilinear attention": BilinearAttention.
+- ``solutions.self_attention``: From the chapter "Self-attention and positional encoding": check_sequence, SelfAttention, positional_encoding, PositionalEncoding.
+- ``solutions.multihead``: From the chapter "Causal and multi-head attention": causal_valid_lens, check_heads, transpose_qkv, transpose_output, MultiHeadAttention.
+- ``solutions.transformer``: From the chapter "The transformer block": PositionWiseFFN, TransformerBlock.
+- ``solutions.efficient``: From the chapter "Efficient attention": valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order

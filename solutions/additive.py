@@ -1,4 +1,4 @@
-"""Additive (Bahdanau) attention, its shape checks and a chunked score.
+"""From the chapter "Additive attention": check_qkv, AdditiveAttention, peak_tensor_memory, additive_scores_chunked.
 
 Generated from book/additive_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save additive`` cells of the notebook, then run ``make export``.

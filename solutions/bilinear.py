@@ -1,4 +1,4 @@
-"""Bilinear (Luong) attention.
+"""From the chapter "Bilinear attention": BilinearAttention.
 
 Generated from book/bilinear_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save bilinear`` cells of the notebook, then run ``make export``.

@@ -1,4 +1,4 @@
-"""Scaled dot-product attention and the scoring exercises of its chapter.
+"""From the chapter "Scaled dot-product attention": DotProductAttention, sum_scores, distance_scores.
 
 Generated from book/dot_product_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save dot_product`` cells of the notebook, then run ``make export``.

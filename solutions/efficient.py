@@ -1,4 +1,4 @@
-"""Efficient attention: fused kernels and memory-bounded additive attention.
+"""From the chapter "Efficient attention": valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
 
 Generated from book/efficient_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save efficient`` cells of the notebook, then run ``make export``.

@@ -1,4 +1,4 @@
-"""Masking: sequence_mask and masked_softmax.
+"""From the chapter "Masking": check_lengths, sequence_mask, masked_softmax.
 
 Generated from book/masking.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save masking`` cells of the notebook, then run ``make export``.

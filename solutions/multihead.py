@@ -1,4 +1,4 @@
-"""Causal masking and multi-head attention.
+"""From the chapter "Causal and multi-head attention": causal_valid_lens, check_heads, transpose_qkv, transpose_output, MultiHeadAttention.
 
 Generated from book/multi_head_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save multihead`` cells of the notebook, then run ``make export``.

@@ -1,4 +1,4 @@
-"""Attention pooling: Nadaraya–Watson kernel regression.
+"""From the chapter "Attention pooling": nadaraya_watson, NWKernelRegression.
 
 Generated from book/attention_pooling.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save pooling`` cells of the notebook, then run ``make export``.

@@ -1,4 +1,4 @@
-"""Self-attention and the sinusoidal positional encoding.
+"""From the chapter "Self-attention and positional encoding": check_sequence, SelfAttention, positional_encoding, PositionalEncoding.
 
 Generated from book/self_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save self_attention`` cells of the notebook, then run ``make export``.

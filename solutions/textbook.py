@@ -1,4 +1,4 @@
-"""The textbook (d2l) masking code, kept for comparison and benchmarks.
+"""From the chapter "Masking": textbook_sequence_mask, textbook_masked_softmax.
 
 Generated from book/masking.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save textbook`` cells of the notebook, then run ``make export``.

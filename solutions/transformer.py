@@ -1,4 +1,4 @@
-"""The transformer block: position-wise FFN, residuals, pre- and post-norm.
+"""From the chapter "The transformer block": PositionWiseFFN, TransformerBlock.
 
 Generated from book/transformer_block.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save transformer`` cells of the notebook, then run ``make export``.

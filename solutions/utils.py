@@ -1,4 +1,4 @@
-"""Device helpers and plotting helpers used by every chapter.
+"""From the chapter "Attention pooling": cpu, gpu, num_gpus, mps_available, try_gpu, try_all_gpus, show_heatmaps, progress.
 
 Generated from book/attention_pooling.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save utils`` cells of the notebook, then run ``make export``.

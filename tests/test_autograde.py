@@ -1,10 +1,18 @@
 """End to end with nbgrader: release every chapter, then grade reference, blank and wrong answers.
 
-One flat folder of submissions is graded in a single run, as an instructor would:
-the reference notebooks, the untouched student notebooks, and one notebook per
-known-wrong implementation (tests/wrong), injected in place of the reference.
+One folder of submissions is graded in a single run, as an instructor would: the
+reference notebooks, the untouched student notebooks, the known-wrong implementations
+(tests/wrong) injected in place of the reference, a submission in nbgrader's
+``<student>/<chapter>/`` layout, and one that sends its own ``checks/`` package.
+
+Each notebook costs a kernel, so the wrong answers are packed: a notebook carries at
+most one wrong answer per exercise, and never two for exercises where one uses the
+other (``MultiHeadAttention`` calls ``transpose_qkv``), so that a lost point can only
+come from the wrong answer that the test names. Code cells after the chapter's last
+test cell cannot change a score and are emptied.
 """
 
+import ast
 import json
 import shutil
 
@@ -16,9 +24,10 @@ from autograder import notebooks as nbs
 from autograder.course import COURSE_ID, Course
 from tests.wrong import load
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 WRONG = load()
 CHAPTERS = nbs.chapter_names()
+LAYOUT_CHAPTER = CHAPTERS[-1]
 
 
 def graded_cells(chapter):
@@ -29,25 +38,87 @@ def graded_cells(chapter):
     ]
 
 
-def with_wrong_answer(wrong):
-    """The chapter notebook with the reference replaced by a wrong implementation.
-
-    Code cells after the chapter's last test cell cannot change any score, so they are
-    emptied: the training demos there would cost minutes over the whole wrong corpus.
-    """
+def chapter_of(target: str) -> str:
     for chapter in CHAPTERS:
-        nb = nbs.read(nbs.notebook_path(chapter))
-        for cell in nb.cells:
-            if nbs.nbgrader_meta(cell).get("grade_id") == wrong.target:
-                cell.source = wrong.inject(cell.source)
-                last_test = max(
-                    i for i, c in enumerate(nb.cells) if nbs.is_test(c) and c.cell_type == "code"
-                )
-                for later in nb.cells[last_test + 1 :]:
-                    if later.cell_type == "code" and not nbs.nbgrader_meta(later):
-                        later.source = "# emptied for the wrong-answer test: no test cell follows"
-                return chapter, nb
-    raise LookupError(wrong.target)
+        if any(
+            nbs.nbgrader_meta(c).get("grade_id") == target
+            for c in nbs.read(nbs.notebook_path(chapter)).cells
+        ):
+            return chapter
+    raise LookupError(target)
+
+
+def _names(source: str) -> set[str]:
+    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+
+
+def related_exercises(chapter: str) -> dict[str, set[str]]:
+    """exercise -> the exercises of the chapter it uses or that use it (answers and wrong answers)."""
+    cells = {
+        nbs.nbgrader_meta(c)["grade_id"]: nbs.without_markers(c.source)
+        for c in nbs.read(nbs.notebook_path(chapter)).cells
+        if c.cell_type == "code" and nbs.is_solution(c)
+    }
+    defines = {
+        ex: {
+            node.name
+            for node in ast.parse(src).body
+            if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        }
+        for ex, src in cells.items()
+    }
+    uses = {ex: _names(src) for ex, src in cells.items()}
+    for w in WRONG:
+        if w.target in uses:
+            uses[w.target] |= _names("\n".join(w.body()))
+    related = {ex: set() for ex in cells}
+    for a in cells:
+        for b in cells:
+            if a != b and uses[a] & defines[b]:
+                related[a].add(b)
+                related[b].add(a)
+    return related
+
+
+def packed() -> dict[str, tuple[str, list]]:
+    """student id -> (chapter, wrong answers) for the wrong-answer notebooks."""
+    notebooks: dict[str, tuple[str, list]] = {}
+    related = {ch: related_exercises(ch) for ch in CHAPTERS}
+    for w in WRONG:
+        chapter = chapter_of(w.target)
+        k = 0
+        while True:
+            student = f"wrong_{chapter}_{k}"
+            _, placed = notebooks.setdefault(student, (chapter, []))
+            taken = {p.target for p in placed}
+            if w.target not in taken and not taken & related[chapter][w.target]:
+                placed.append(w)
+                break
+            k += 1
+    return notebooks
+
+
+PACKED = packed()
+STUDENT_OF = {(w.target, w.name): s for s, (_, ws) in PACKED.items() for w in ws}
+
+
+def with_wrong_answers(chapter, wrongs):
+    """The chapter notebook with these exercises' references replaced by wrong answers."""
+    nb = nbs.read(nbs.notebook_path(chapter))
+    by_target = {w.target: w for w in wrongs}
+    for cell in nb.cells:
+        wrong = by_target.get(nbs.nbgrader_meta(cell).get("grade_id"))
+        if wrong is not None:
+            cell.source = wrong.inject(cell.source)
+    last_test = max(i for i, c in enumerate(nb.cells) if nbs.is_test(c) and c.cell_type == "code")
+    for later in nb.cells[last_test + 1 :]:
+        if later.cell_type == "code" and not nbs.nbgrader_meta(later):
+            later.source = "# emptied for the wrong-answer test: no test cell follows"
+    return nb
+
+
+def student_checks_that_always_fail() -> str:
+    return "raise RuntimeError('a student copy of checks/ was imported')\n"
 
 
 @pytest.fixture(scope="module")
@@ -62,11 +133,18 @@ def course(tmp_path_factory):
         shutil.copy(
             course.root / "release" / chapter / f"{chapter}.ipynb", subs / f"blank_{chapter}.ipynb"
         )
-    for wrong in WRONG:
-        _, nb = with_wrong_answer(wrong)
-        nbformat.write(nb, subs / f"wrong_{wrong.target}_{wrong.name}.ipynb")
+    for student, (chapter, wrongs) in PACKED.items():
+        nbformat.write(with_wrong_answers(chapter, wrongs), subs / f"{student}.ipynb")
+    layout = subs / "layout_student" / LAYOUT_CHAPTER
+    layout.mkdir(parents=True)
+    shutil.copy(nbs.notebook_path(LAYOUT_CHAPTER), layout / "whatever-the-lms-called-it.ipynb")
+    cheater = subs / "cheater" / LAYOUT_CHAPTER
+    (cheater / "checks").mkdir(parents=True)
+    (cheater / "checks" / "__init__.py").write_text(student_checks_that_always_fail())
+    shutil.copy(nbs.notebook_path(LAYOUT_CHAPTER), cheater / f"{LAYOUT_CHAPTER}.ipynb")
     assert course.grade(subs, None, tmp / "grades.csv") == 0
     course.csv = tmp / "grades.csv"
+    course.subs = subs
     return course
 
 
@@ -92,13 +170,26 @@ def test_untouched_release_scores_zero(course, chapter):
         assert got == 0 and top > 0, f"{chapter}/{grade_id}: {got} of {top}"
 
 
+def test_packing_never_puts_related_exercises_together():
+    """Does each wrong-answer notebook hold one answer per exercise, none using another?"""
+    for student, (chapter, wrongs) in PACKED.items():
+        targets = [w.target for w in wrongs]
+        assert len(targets) == len(set(targets)), student
+        related = related_exercises(chapter)
+        for t in targets:
+            assert not related[t] & set(targets), (student, t, related[t])
+    assert related_exercises("multi_head_attention")["MultiHeadAttention"] >= {"transpose_qkv"}
+    assert len(STUDENT_OF) == len(WRONG)
+
+
 @pytest.mark.parametrize("wrong", WRONG, ids=lambda w: f"{w.target}-{w.name}")
 def test_wrong_answer_loses_points_on_its_cells(course, wrong):
     """Does each known-wrong implementation lose points on every test cell that targets it?"""
-    chapter, _ = with_wrong_answer(wrong)
+    student = STUDENT_OF[(wrong.target, wrong.name)]
+    chapter = PACKED[student][0]
     for grade_id in wrong.cells:
-        got, top = score(course, f"wrong_{wrong.target}_{wrong.name}", chapter, grade_id)
-        assert got < top, f"{wrong.name} kept {got} of {top} on {grade_id}"
+        got, top = score(course, student, chapter, grade_id)
+        assert got < top, f"{wrong.name} ({student}) kept {got} of {top} on {grade_id}"
 
 
 def test_grades_csv_lists_every_submission(course):
@@ -107,7 +198,8 @@ def test_grades_csv_lists_every_submission(course):
     assert rows[0].startswith("assignment,duedate,timestamp,student_id")
     students = {line.split(",")[3] for line in rows[1:]}
     assert {f"reference_{c}" for c in CHAPTERS} <= students
-    assert {f"wrong_{w.target}_{w.name}" for w in WRONG} <= students
+    assert {f"blank_{c}" for c in CHAPTERS} <= students
+    assert set(PACKED) | {"layout_student", "cheater"} <= students
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -129,25 +221,18 @@ def test_release_has_stubs_but_no_solutions_or_hidden_tests(course, chapter):
     assert chapter not in {SOURCES[m] for m in shipped}
 
 
-def test_grades_an_nbgrader_layout(course, tmp_path):
+def test_grades_an_nbgrader_layout(course):
     """Does `grade` accept a <student>/<chapter>/<notebook> folder as nbgrader lays it out?"""
-    chapter = CHAPTERS[-1]
-    folder = tmp_path / "submitted" / "layout_student" / chapter
-    folder.mkdir(parents=True)
-    shutil.copy(nbs.notebook_path(chapter), folder / "whatever-the-lms-called-it.ipynb")
-    assert course.grade(tmp_path / "submitted", None, tmp_path / "grades.csv") == 0
-    for grade_id in graded_cells(chapter):
-        got, top = score(course, "layout_student", chapter, grade_id)
-        assert got == top
+    for grade_id in graded_cells(LAYOUT_CHAPTER):
+        got, top = score(course, "layout_student", LAYOUT_CHAPTER, grade_id)
+        assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
 
 
-def test_a_student_copy_of_checks_never_reaches_the_grader(course, tmp_path):
-    """If a submission folder holds an edited checks/ package, is it ignored?"""
-    chapter = CHAPTERS[-1]
-    folder = tmp_path / "submitted" / "cheater" / chapter
-    (folder / "checks").mkdir(parents=True)
-    (folder / "checks" / "__init__.py").write_text("def run(*a, **k): pass\nrun_hidden = run\n")
-    shutil.copy(course.root / "release" / chapter / f"{chapter}.ipynb", folder / f"{chapter}.ipynb")
-    assert course.grade(tmp_path / "submitted", None, tmp_path / "grades.csv") == 0
-    assert all(score(course, "cheater", chapter, g)[0] == 0 for g in graded_cells(chapter))
-    assert json.loads((folder / f"{chapter}.ipynb").read_text())  # the student's file is untouched
+def test_a_student_copy_of_checks_never_reaches_the_grader(course):
+    """If a submission folder holds a checks/ package that always raises, are full marks kept?"""
+    for grade_id in graded_cells(LAYOUT_CHAPTER):
+        got, top = score(course, "cheater", LAYOUT_CHAPTER, grade_id)
+        assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
+    folder = course.subs / "cheater" / LAYOUT_CHAPTER
+    assert (folder / "checks" / "__init__.py").read_text() == student_checks_that_always_fail()
+    assert json.loads((folder / f"{LAYOUT_CHAPTER}.ipynb").read_text())  # left untouched

@@ -31,7 +31,7 @@ import pytest
 
 from autograder import notebooks as nbs
 
-pytestmark = [pytest.mark.book, pytest.mark.slow]
+pytestmark = [pytest.mark.book, pytest.mark.slow, pytest.mark.timeout(300)]
 
 ROOT = nbs.ROOT
 READER = ROOT / "_build" / "html"

@@ -15,7 +15,7 @@ from nbgrader.api import Gradebook
 from autograder.course import COURSE_ID, Course
 from tests.hostile import ALL_CELLS, CASES, CHAPTER, SETTINGS, write
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +35,7 @@ def graded(tmp_path_factory):
         memory_mb=SETTINGS["memory_mb"],
     )
     assert rc == 0
+    course.first_run = course.last_stats
     with open(tmp / "problems.csv", newline="") as f:
         problems = {row["student_id"]: row["problem"] for row in csv.DictReader(f)}
     with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
@@ -77,13 +78,16 @@ def test_enormous_output_is_capped_in_the_autograded_notebook(graded):
     assert "cut by the grader" in path.read_text()
 
 
-def test_writing_outside_the_folder_is_undone_and_reported(graded, capsys):
-    """Are the grader's files restored after a submission overwrote them, and are its files listed?"""
+def test_writing_outside_the_folder_is_undone_and_reported(graded):
+    """Are the grader's files restored after a submission overwrote them, and are they reported?"""
     course, *_ = graded
     core = course.root / "source" / CHAPTER / "checks" / "_core.py"
     assert "poisoned" not in core.read_text()
     nb = nbformat.read(course.root / "source" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
     assert nb.cells  # the source notebook itself is intact
+    changed = course.first_run["changed"]
+    assert f"source/{CHAPTER}/checks/_core.py" in changed, changed
+    assert "evil.txt (written during grading)" in changed, changed
 
 
 def test_a_rerun_grades_nothing_twice(graded, capsys):

@@ -106,8 +106,10 @@ def test_textbook_pitfalls_are_real():
     half = textbook.textbook_masked_softmax(before.clone().half(), torch.tensor([0, 3]))
     assert torch.isnan(half[0]).all(), "pitfall 2: float16 empty rows should be NaN"
     full = textbook.textbook_masked_softmax(before.clone(), torch.tensor([0, 3]))
-    torch.testing.assert_close(full[0], torch.full((2, 4), 0.25)), "pitfall 3: uniform"
-    with pytest.raises(RuntimeError):
+    torch.testing.assert_close(
+        full[0], torch.full((2, 4), 0.25), msg=lambda m: f"pitfall 3: uniform weights\n{m}"
+    )
+    with pytest.raises(RuntimeError, match="not on the expected device meta"):  # pitfall 4
         textbook.textbook_masked_softmax(torch.zeros(2, 2, 4, device="meta"), torch.tensor([2, 3]))
 
 

@@ -55,3 +55,25 @@ def test_reader_edition_shows_stub_then_hidden_solution(tmp_path):
         for stub in stubs:
             assert "raise NotImplementedError()" in stub.source
         assert "A model answer" in text and ":class: dropdown" in text
+
+
+def test_demo_cells_come_after_every_test_cell():
+    """Is every cell the grader skips (tag `demo`) a plain code cell after the chapter's tests?"""
+    for path in nbs.chapter_notebooks():
+        cells = nbs.read(path).cells
+        last_test = max(i for i, c in enumerate(cells) if nbs.is_test(c))
+        for i, cell in enumerate(cells):
+            if nbs.DEMO_TAG in cell.metadata.get("tags", []):
+                assert i > last_test, f"{path.name}: demo cell {i} before test cell {last_test}"
+                assert cell.cell_type == "code" and not nbs.nbgrader_meta(cell), (path.name, i)
+
+
+def test_the_slow_demos_are_tagged():
+    """Are the training loops (the slowest cells of the book) tagged `demo`?"""
+    for chapter, marker in [
+        ("additive_attention", "optimizer.step()"),
+        ("transformer_block", "optimizer.step()"),
+        ("multi_head_attention", "optimizer.step()"),
+    ]:
+        cells = [c for c in nbs.read(nbs.notebook_path(chapter)).cells if marker in c.source]
+        assert cells and all(nbs.DEMO_TAG in c.metadata.get("tags", []) for c in cells), chapter

@@ -1,13 +1,19 @@
-"""Does every known-wrong implementation fail the check groups that target it?"""
+"""Does every known-wrong implementation fail the check groups that target it, for the right reason?"""
+
+import pkgutil
+from pathlib import Path
 
 import pytest
 
 import checks
+import tests.wrong
 from autograder import notebooks as nbs
 from checks import CheckError
-from tests.wrong import load
+from checks._core import REGISTRY
+from tests.wrong import load, wrong
 
 WRONG = load()
+checks.groups()  # loads the hidden groups into the registry
 
 
 def test_at_least_five_wrong_answers_per_graded_function():
@@ -31,9 +37,54 @@ def test_wrong_answers_have_distinct_names_per_exercise():
     assert len(pairs) == len(set(pairs))
 
 
+def test_every_module_of_wrong_answers_is_loaded():
+    """Does load() find every module in tests/wrong, without a hand-written list?"""
+    folder = Path(tests.wrong.__file__).parent
+    modules = {f"tests.wrong.{p.stem}" for p in folder.glob("*.py") if not p.stem.startswith("_")}
+    assert modules == {w.fn.__module__ for w in WRONG}
+    found = [m.name for m in pkgutil.iter_modules([str(folder)]) if not m.name.startswith("_")]
+    assert found and {f"tests.wrong.{name}" for name in found} == modules
+
+
+@pytest.mark.parametrize("wrong", WRONG, ids=lambda w: f"{w.target}-{w.name}")
+def test_wrong_answer_declares_known_groups_and_specific_messages(wrong):
+    """Does each wrong answer name existing groups of its exercise, each with a message fragment
+    that is a detail of the failure, not text that every failure of the group prints?"""
+    assert wrong.groups, wrong.name
+    assert list(wrong.messages) == list(wrong.groups)
+    for group, fragment in wrong.failures:
+        assert group in REGISTRY, f"{wrong.name}: no check group {group!r}"
+        assert len(fragment) >= 12, f"{wrong.name}: {fragment!r} is too short to say what is wrong"
+        assert group.split(".")[0] == wrong.target, (
+            f"{wrong.name}: {group!r} checks another exercise"
+        )
+        generic = [f"{n} of {len(REGISTRY[group])} checks in {group!r} failed" for n in (1, 2)]
+        generic += [f"✗ {c.question}" for c in REGISTRY[group]] + ["on cpu", "raised"]
+        assert not any(fragment in text for text in generic), (
+            f"{wrong.name}: the fragment {fragment!r} for {group!r} is printed by every failure; "
+            "name what is wrong instead"
+        )
+
+
+def test_wrong_rejects_groups_without_messages():
+    """Does @wrong refuse the old form (groups without the message each must fail with)?"""
+    with pytest.raises(TypeError, match="group -> message"):
+        wrong("sequence_mask", "sequence_mask")
+    with pytest.raises(TypeError, match="group names to message fragments"):
+        wrong("sequence_mask", {"sequence_mask": ""})
+
+
 @pytest.mark.parametrize("wrong", WRONG, ids=lambda w: f"{w.target}-{w.name}")
 def test_wrong_answer_fails_its_groups(wrong, device):
-    """Does each group this wrong answer targets report it?"""
-    for group in wrong.groups:
-        with pytest.raises(CheckError):
+    """Does each group this wrong answer targets report it, with the message it declares?
+
+    A check that crashes by itself raises CheckInternalError, which is not a
+    CheckError: then this test fails, as it should.
+    """
+    for group, fragment in wrong.failures:
+        with pytest.raises(CheckError) as caught:
             checks.run_hidden(group, wrong.implementation(), devices=[device], verbose=False)
+        message = str(caught.value)
+        assert fragment in message, (
+            f"{wrong.name} failed {group!r}, but not with {fragment!r}. The message was:\n{message}"
+        )

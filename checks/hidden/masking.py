@@ -4,7 +4,9 @@ import torch
 
 from checks._core import (
     CheckError,
+    calling,
     check,
+    expect_attached,
     expect_close,
     expect_finite,
     expect_tensor,
@@ -44,18 +46,16 @@ def loop_masked_softmax(X, valid_lens):
 @check("sequence_mask.values", hidden=True)
 def sequence_mask_matches_a_loop(sequence_mask, device):
     """Do random (N, L) and (N, L, D) inputs, lengths 0 and > L, and fill values match a loop?"""
-    for seed, shape in enumerate([(1, 1), (3, 5), (4, 2, 3), (2, 6, 1, 2)]):
+    # (4, 4) first: with N = L a mask built the wrong way round still broadcasts, to wrong values.
+    for seed, shape in enumerate([(1, 1), (4, 4), (3, 5), (4, 2, 3), (2, 6, 1, 2)]):
         X = random_tensor(*shape, seed=seed, device=device)
         lens = random_lengths(shape[0], high=shape[1] + 1, seed=seed, device=device)
         for value in (0, -1e6, 7.5):
-            out = sequence_mask(X, lens, value=value)
+            what = f"sequence_mask on shape {tuple(shape)}, lengths {lens.tolist()}, value={value}"
+            with calling(what, sequence_mask):
+                out = sequence_mask(X, lens, value=value)
             ref = loop_sequence_mask(X, lens, value)
-            expect_close(
-                out,
-                ref,
-                f"sequence_mask on shape {tuple(shape)}, lengths {lens.tolist()}, value={value}",
-                labels=("row", "position"),
-            )
+            expect_close(out, ref, what, labels=("row", "position"))
     X = torch.arange(12, device=device).reshape(3, 4)
     out = sequence_mask(X, torch.tensor([4, 0, 2], device=device))
     expect_close(
@@ -77,6 +77,7 @@ def sequence_mask_keeps_its_input(sequence_mask, device):
         expect_tensor(out, f"output for {dtype}", shape=(3, 4), dtype=dtype, device=device)
     leaf = random_tensor(2, 3, seed=6, device=device).requires_grad_()
     out = sequence_mask(leaf, torch.tensor([1, 2], device=device))
+    expect_attached(out, "sequence_mask(X) for an X that requires grad")
     out.sum().backward()
     expect_close(
         leaf.grad,
@@ -167,6 +168,8 @@ def masked_softmax_safety(masked_softmax, device):
     expect_unchanged(lens_before, lens, "valid_lens")
     leaf = X.clone().requires_grad_()
     weights = masked_softmax(leaf, lens)
+    expect_tensor(weights, "weights", shape=(2, 3, 4), device=device)
+    expect_attached(weights, "masked_softmax(X, valid_lens) for an X that requires grad")
     (weights * random_tensor(2, 3, 4, seed=42, device=device)).sum().backward()
     if leaf.grad is None:
         raise CheckError("no gradient reached X: is the output detached from the input?")

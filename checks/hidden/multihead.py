@@ -9,13 +9,14 @@ from torch import nn
 
 from checks._core import (
     CheckError,
+    calling,
     check,
     expect_close,
     expect_tensor,
     random_lengths,
     random_tensor,
 )
-from checks.multihead import causal_lengths, expect_causal, heads_of
+from checks.multihead import causal_lengths, expect_causal, heads_of, stored_weights
 from checks.scoring import build
 
 
@@ -54,7 +55,8 @@ def causal_with_padding(causal_valid_lens, device):
         )
 
 
-SHAPES = [(1, 1, 4, 1), (2, 5, 8, 4), (3, 4, 12, 3), (2, 3, 6, 6), (4, 2, 16, 2)]  # (B, T, d, h)
+# (B, T, d, h). (2, 4, 8, 2) early: T divisible by h, so that a wrong reshape gives a wrong shape.
+SHAPES = [(1, 1, 4, 1), (2, 4, 8, 2), (2, 5, 8, 4), (3, 4, 12, 3), (2, 3, 6, 6), (4, 2, 16, 2)]
 
 
 @check("transpose_qkv.loop", hidden=True)
@@ -62,14 +64,11 @@ def split_matches_slicing(transpose_qkv, device):
     """Does transpose_qkv match slicing head by head for several shapes?"""
     for seed, (B, T, d, h) in enumerate(SHAPES):
         X = random_tensor(B, T, d, seed=seed, device=device)
-        out = transpose_qkv(X, h)
-        expect_tensor(out, f"transpose_qkv of {(B, T, d)} with {h} heads", shape=(B * h, T, d // h))
-        expect_close(
-            out,
-            heads_of(X, h),
-            f"transpose_qkv of {(B, T, d)} with {h} heads",
-            labels=("batch*head", "position"),
-        )
+        what = f"transpose_qkv of {(B, T, d)} with {h} heads"
+        with calling(what, transpose_qkv):
+            out = transpose_qkv(X, h)
+        expect_tensor(out, what, shape=(B * h, T, d // h))
+        expect_close(out, heads_of(X, h), what, labels=("batch*head", "position"))
 
 
 @check("transpose_output.loop", hidden=True)
@@ -120,8 +119,10 @@ def matches_torch(MultiHeadAttention, device):
             random_lengths(B, m, low=1, high=n, seed=seed + 1, device=device),
         ]
         for lens in lens_cases:
-            out = module(q, kv, kv, lens)
-            weights = module.attention_weights
+            what = f"d={d}, heads={h}, bias={bias}, valid_lens={None if lens is None else lens.tolist()}"
+            with calling(f"the forward ({what})", MultiHeadAttention):
+                out = module(q, kv, kv, lens)
+            weights = stored_weights(module)
             mask = None
             if lens is not None:
                 per_query = lens if lens.dim() == 2 else lens[:, None].expand(B, m)
@@ -131,7 +132,6 @@ def matches_torch(MultiHeadAttention, device):
                 )  # (B*h, m, n), nn.MultiheadAttention's order
             with torch.no_grad():
                 expected, expected_w = ref(q, kv, kv, attn_mask=mask, average_attn_weights=False)
-            what = f"d={d}, heads={h}, bias={bias}, valid_lens={None if lens is None else lens.tolist()}"
             expect_tensor(weights, f"attention_weights ({what})", shape=(B, h, m, n))
             expect_close(
                 out,

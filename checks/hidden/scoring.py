@@ -9,7 +9,14 @@ W = AᵀB it is dot-product attention after two projections).
 import torch
 import torch.nn.functional as F
 
-from checks._core import CheckError, check, expect_close, random_lengths, random_tensor
+from checks._core import (
+    CheckError,
+    check,
+    expect_close,
+    expect_tensor,
+    random_lengths,
+    random_tensor,
+)
 from checks.hidden.masking import per_query_lengths
 from checks.masking import masked_rows
 from checks.scoring import attend, build
@@ -269,7 +276,9 @@ def distance_is_the_gaussian_kernel(distance_scores, device):
         random_tensor(1, 6, 1, seed=30, device=device, scale=2.0),
         random_tensor(1, 9, 1, seed=31, device=device, scale=2.0),
     )
-    weights = torch.softmax(distance_scores(q, k), dim=-1)[0]
+    scores = distance_scores(q, k)
+    expect_tensor(scores, "distance_scores in 1-D", shape=(1, 6, 9), device=device)
+    weights = torch.softmax(scores, dim=-1)[0]
     from checks.hidden.pooling import loop_reference
 
     _, expected = loop_reference(q[0, :, 0].cpu(), k[0, :, 0].cpu(), torch.zeros(9), 1.0)

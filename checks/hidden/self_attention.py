@@ -107,6 +107,7 @@ def self_attention_dropout(SelfAttention, device):
         eval_out,
         torch.bmm(eval_w, values),
         "the output in eval mode with dropout=1 (dropout must be off)",
+        labels=("batch", "query"),
     )
     train_out, _ = self_attend(module.train(), X, lens)
     module.eval()
@@ -114,6 +115,7 @@ def self_attention_dropout(SelfAttention, device):
         train_out,
         torch.zeros_like(train_out),
         "the output in train mode with dropout=1 (every weight dropped)",
+        labels=("batch", "query"),
     )
 
 

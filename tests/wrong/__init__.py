@@ -1,9 +1,16 @@
 """Known-wrong implementations: each must lose points on the test cells it names.
 
-A wrong implementation is a function decorated with ``@wrong(target, *groups)``:
+A wrong implementation is a function decorated with ``@wrong(target, failures)``:
 ``target`` is the exercise it answers (the function name in the notebook) and
-``groups`` the check groups that must fail. A check group's test cell in the
-notebook has the grade_id given by :func:`cell_for`.
+``failures`` maps each check group that must fail to a fragment of the message
+it must fail with, for example::
+
+    @wrong("sequence_mask", {"sequence_mask.safety": "X (torch.float32) was modified in place"})
+
+The fragment names the intended failure (the input and what is wrong with the
+output), not text that every failure prints, so that a wrong answer that is
+caught for another reason, or by a crash of the check itself, fails the test.
+A check group's test cell in the notebook has the grade_id given by :func:`cell_for`.
 
 For an exercise that is a class (an attention module), the wrong answer is a
 ``forward`` method: the checks run a subclass of the reference with that
@@ -19,8 +26,9 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import pkgutil
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 
@@ -28,11 +36,21 @@ from dataclasses import dataclass
 class Wrong:
     fn: Callable
     target: str
-    groups: tuple[str, ...]
+    failures: tuple[tuple[str, str], ...]  # (group, fragment of its message), in order
 
     @property
     def name(self) -> str:
         return self.fn.__name__
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """The check groups that must fail, in the order they were declared."""
+        return tuple(group for group, _ in self.failures)
+
+    @property
+    def messages(self) -> dict[str, str]:
+        """Each group that must fail, mapped to a fragment of the message it must fail with."""
+        return dict(self.failures)
 
     @property
     def cells(self) -> list[str]:
@@ -77,9 +95,22 @@ def reference(target: str):
 REGISTRY: list[Wrong] = []
 
 
-def wrong(target: str, *groups: str) -> Callable:
+def wrong(target: str, failures: Mapping[str, str]) -> Callable:
+    """Register the decorated function as a wrong answer to ``target``.
+
+    Args:
+        target: the exercise it answers, the function or class name in the notebook.
+        failures: each check group that must fail, mapped to a fragment of the
+            message (``str(CheckError)`` with ``verbose=False``) it must fail with.
+    """
+    if not isinstance(failures, Mapping) or not failures:
+        raise TypeError(f"failures must be a non-empty dict group -> message, got {failures!r}")
+    for group, fragment in failures.items():
+        if not isinstance(group, str) or not isinstance(fragment, str) or not fragment.strip():
+            raise TypeError(f"failures must map group names to message fragments, got {failures!r}")
+
     def register(fn: Callable) -> Callable:
-        REGISTRY.append(Wrong(fn, target, groups))
+        REGISTRY.append(Wrong(fn, target, tuple(failures.items())))
         return fn
 
     return register
@@ -93,14 +124,8 @@ def cell_for(group: str) -> str:
 
 
 def load() -> list[Wrong]:
-    from tests.wrong import (  # noqa: F401
-        efficient,
-        masking,
-        multihead,
-        pooling,
-        scoring,
-        self_attention,
-        transformer,
-    )
-
+    """Every wrong answer of every module in this package (modules found, not listed), in order."""
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
+        if not info.ispkg and not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
     return list(REGISTRY)

@@ -7,9 +7,11 @@ from tests.wrong import wrong
 
 @wrong(
     "valid_lens_to_mask",
-    "valid_lens_to_mask",
-    "valid_lens_to_mask.values",
-    "valid_lens_to_mask.kernel",
+    {
+        "valid_lens_to_mask": "valid_lens_to_mask([3, 0], 2, 4): sequence 0 may attend keys [3], expected [0, 1, 2] (True = attend)",
+        "valid_lens_to_mask.values": "valid_lens_to_mask([0], 1, 1): sequence 0 may attend keys [0], expected [] (True = attend)",
+        "valid_lens_to_mask.kernel": "SDPA output with valid_lens_to_mask([4, 7, 6], 4, 6): row batch=0, head=0, query=0 is wrong",
+    },
 )
 def true_means_padding(valid_lens, num_queries, num_keys):
     """The key_padding_mask convention of nn.MultiheadAttention: True marks the padding."""
@@ -21,9 +23,11 @@ def true_means_padding(valid_lens, num_queries, num_keys):
 
 @wrong(
     "valid_lens_to_mask",
-    "valid_lens_to_mask",
-    "valid_lens_to_mask.values",
-    "valid_lens_to_mask.kernel",
+    {
+        "valid_lens_to_mask": "valid_lens_to_mask([3, 0], 2, 4): sequence 0 may attend keys [0, 1, 2, 3], expected [0, 1, 2] (True = attend)",
+        "valid_lens_to_mask.values": "valid_lens_to_mask([0], 1, 1): sequence 0 may attend keys [0], expected [] (True = attend)",
+        "valid_lens_to_mask.kernel": "SDPA output with valid_lens_to_mask([4, 7, 6], 4, 6): row batch=0, head=0, query=0 is wrong",
+    },
 )
 def off_by_one(valid_lens, num_queries, num_keys):
     """<= instead of <: every query also attends the first padding key."""
@@ -35,9 +39,11 @@ def off_by_one(valid_lens, num_queries, num_keys):
 
 @wrong(
     "valid_lens_to_mask",
-    "valid_lens_to_mask",
-    "valid_lens_to_mask.values",
-    "valid_lens_to_mask.kernel",
+    {
+        "valid_lens_to_mask": "valid_lens_to_mask([3, 0], 2, 4) has dtype torch.float32, expected torch.bool",
+        "valid_lens_to_mask.values": "valid_lens_to_mask([0], 1, 1) has dtype torch.float32, expected torch.bool",
+        "valid_lens_to_mask.kernel": "valid_lens_to_mask([4, 7, 6], 4, 6) has dtype torch.float32, expected torch.bool",
+    },
 )
 def float_mask(valid_lens, num_queries, num_keys):
     """A 0/1 float mask: SDPA adds it to the scores (+1 for valid keys) instead of masking."""
@@ -47,7 +53,13 @@ def float_mask(valid_lens, num_queries, num_keys):
     return (positions < valid_lens[:, None, :, None]).float()
 
 
-@wrong("valid_lens_to_mask", "valid_lens_to_mask", "valid_lens_to_mask.kernel")
+@wrong(
+    "valid_lens_to_mask",
+    {
+        "valid_lens_to_mask": "valid_lens_to_mask([3, 0], 2, 4) has shape (2, 1, 2, 4), expected (2, 1, 1, 4)",
+        "valid_lens_to_mask.kernel": "valid_lens_to_mask([4, 7, 6], 4, 6) has shape (3, 1, 4, 6), expected (3, 1, 1, 6)",
+    },
+)
 def full_size_mask(valid_lens, num_queries, num_keys):
     """Right values, but a (B, 1, m, n) mask even for lengths (B,): memory quadratic in n."""
     positions = torch.arange(num_keys, device=valid_lens.device)
@@ -58,9 +70,11 @@ def full_size_mask(valid_lens, num_queries, num_keys):
 
 @wrong(
     "valid_lens_to_mask",
-    "valid_lens_to_mask",
-    "valid_lens_to_mask.values",
-    "valid_lens_to_mask.kernel",
+    {
+        "valid_lens_to_mask": "valid_lens_to_mask([[1, 4], [2, 0]], 2, 4): sequence 0, query 1 may attend keys [0], expected [0, 1, 2, 3] (True = attend)",
+        "valid_lens_to_mask.values": "valid_lens_to_mask([[5, 3, 4], [0, 7, 1]], 3, 5): sequence 0, query 1 may attend keys [0, 1, 2, 3, 4], expected [0, 1, 2] (True = attend)",
+        "valid_lens_to_mask.kernel": "SDPA output with valid_lens_to_mask([[4, 7, 6, 4], [2, 1, 3, 5], [6, 1, 1, 6]], 4, 6): row batch=0, head=0, query=1 is wrong",
+    },
 )
 def first_query_length_for_all(valid_lens, num_queries, num_keys):
     """Lengths per query replaced by the first query's: later queries see the wrong keys."""
@@ -73,9 +87,11 @@ def first_query_length_for_all(valid_lens, num_queries, num_keys):
 
 @wrong(
     "valid_lens_to_mask",
-    "valid_lens_to_mask",
-    "valid_lens_to_mask.values",
-    "valid_lens_to_mask.kernel",
+    {
+        "valid_lens_to_mask": "valid_lens_to_mask([[1, 4], [2, 0]], 2, 4) has shape (2, 2, 1, 4), expected (2, 1, 2, 4)",
+        "valid_lens_to_mask.values": "valid_lens_to_mask([[5, 3, 4], [0, 7, 1]], 3, 5) has shape (2, 3, 1, 5), expected (2, 1, 3, 5)",
+        "valid_lens_to_mask.kernel": "valid_lens_to_mask([[4, 7, 6, 4], [2, 1, 3, 5], [6, 1, 1, 6]], 4, 6) has shape (3, 4, 1, 6), expected (3, 1, 4, 6)",
+    },
 )
 def queries_on_the_heads_axis(valid_lens, num_queries, num_keys):
     """Lengths (B, m) become a (B, m, 1, n) mask: the queries land on the heads axis."""
@@ -85,7 +101,13 @@ def queries_on_the_heads_axis(valid_lens, num_queries, num_keys):
     return positions < valid_lens[:, :, None, None]
 
 
-@wrong("valid_lens_to_mask", "valid_lens_to_mask", "valid_lens_to_mask.values")
+@wrong(
+    "valid_lens_to_mask",
+    {
+        "valid_lens_to_mask": "valid_lens_to_mask([3, 0], 2, 4) has shape (2, 4), expected (2, 1, 1, 4)",
+        "valid_lens_to_mask.values": "valid_lens_to_mask([0], 1, 1) has shape (1, 1), expected (1, 1, 1, 1)",
+    },
+)
 def lengths_not_broadcast(valid_lens, num_queries, num_keys):
     """A (B, n) mask: the query and heads axes are missing, so it does not broadcast by batch."""
     positions = torch.arange(num_keys, device=valid_lens.device)

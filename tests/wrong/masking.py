@@ -7,7 +7,13 @@ from tests.wrong import wrong
 # ----------------------------------------------------------------- sequence_mask
 
 
-@wrong("sequence_mask", "sequence_mask", "sequence_mask.safety")
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "X was modified in place",
+        "sequence_mask.safety": "X (torch.float32) was modified in place",
+    },
+)
 def writes_into_input(X, valid_len, value=0):
     """The textbook version: X[~mask] = value changes the caller's tensor."""
     mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
@@ -15,7 +21,13 @@ def writes_into_input(X, valid_len, value=0):
     return X
 
 
-@wrong("sequence_mask", "sequence_mask", "sequence_mask.values")
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "sequence_mask(X, [1, 2]): row row=0 is wrong",
+        "sequence_mask.values": "sequence_mask on shape (4, 4), lengths [1, 5, 0, 2], value=0: row row=0 is wrong",
+    },
+)
 def off_by_one(X, valid_len, value=0):
     """<= instead of <: keeps one position too many."""
     mask = torch.arange(X.shape[1], device=X.device)[None, :] <= valid_len[:, None]
@@ -23,7 +35,13 @@ def off_by_one(X, valid_len, value=0):
     return torch.where(mask, X, torch.tensor(value, dtype=X.dtype, device=X.device))
 
 
-@wrong("sequence_mask", "sequence_mask", "sequence_mask.values")
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "sequence_mask(ones(2, 3, 2), [2, 0], value=-1): row row=0, position=2 is wrong",
+        "sequence_mask.values": "sequence_mask on shape (4, 4), lengths [1, 5, 0, 2], value=-1000000.0: row row=0 is wrong",
+    },
+)
 def ignores_value(X, valid_len, value=0):
     """Always fills with zero."""
     mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
@@ -31,21 +49,38 @@ def ignores_value(X, valid_len, value=0):
     return torch.where(mask, X, torch.zeros((), dtype=X.dtype, device=X.device))
 
 
-@wrong("sequence_mask", "sequence_mask", "sequence_mask.values")
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "sequence_mask(ones(2, 3, 2), [2, 0], value=-1) raised RuntimeError",
+        "sequence_mask.values": "sequence_mask on shape (4, 2, 3), lengths [2, 0, 1, 3], value=0 raised RuntimeError",
+    },
+)
 def mask_not_reshaped(X, valid_len, value=0):
     """Works for (N, L) only: an (N, L) mask does not broadcast against (N, L, D)."""
     mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
     return torch.where(mask, X, torch.tensor(value, dtype=X.dtype, device=X.device))
 
 
-@wrong("sequence_mask", "sequence_mask", "sequence_mask.values")
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "sequence_mask(ones(2, 3, 2), [2, 0], value=-1): row row=0, position=0 is wrong",
+        "sequence_mask.values": "sequence_mask on shape (4, 4), lengths [1, 5, 0, 2], value=0: row row=0 is wrong",
+    },
+)
 def broadcast_transposed(X, valid_len, value=0):
     """A column of positions against a row of lengths: the mask comes out (L, N)."""
     mask = torch.arange(X.shape[1], device=X.device)[:, None] < valid_len[None, :]
     return torch.where(mask, X, torch.tensor(value, dtype=X.dtype, device=X.device))
 
 
-@wrong("sequence_mask", "sequence_mask.safety")
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask.safety": "output for torch.float16 has dtype torch.float32, expected torch.float16"
+    },
+)
 def promotes_to_float32(X, valid_len, value=0):
     """Returns float32 whatever the input dtype."""
     mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
@@ -56,7 +91,13 @@ def promotes_to_float32(X, valid_len, value=0):
 # ----------------------------------------------------------------- masked_softmax
 
 
-@wrong("masked_softmax", "masked_softmax", "masked_softmax.values")
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "weights for valid_lens [2, 3]: row batch=0, query=0 is wrong",
+        "masked_softmax.values": "weights for X of shape (2, 3, 5) with 1-D valid_lens [1, 5]: row batch=0, query=0 is wrong",
+    },
+)
 def mask_on_query_axis(X, valid_lens):
     """Masks queries (axis 1) instead of keys (axis 2)."""
     if valid_lens is None:
@@ -66,7 +107,14 @@ def mask_on_query_axis(X, valid_lens):
     return torch.softmax(X.masked_fill(~mask, -1e6), dim=-1)
 
 
-@wrong("masked_softmax", "masked_softmax", "masked_softmax.edge_cases", "masked_softmax.dtypes")
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "weights for valid_lens [0, 2]: row batch=0, query=0 is wrong",
+        "masked_softmax.edge_cases": "weights with valid_lens [0, 5, 2]: row batch=0, query=0 is wrong",
+        "masked_softmax.dtypes": "weights for torch.float16 input has a non-finite value nan",
+    },
+)
 def minus_1e6_fill(X, valid_lens):
     """Fills with -1e6 (without mutation): -inf in float16, so an empty row becomes NaN."""
     if valid_lens is None:
@@ -77,7 +125,13 @@ def minus_1e6_fill(X, valid_lens):
     return torch.softmax(torch.where(mask, X, fill), dim=-1)
 
 
-@wrong("masked_softmax", "masked_softmax", "masked_softmax.values")
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "weights for valid_lens [2, 3]: row batch=0, query=0 is wrong",
+        "masked_softmax.values": "weights for X of shape (2, 3, 5) with 1-D valid_lens [1, 5]: row batch=0, query=0 is wrong",
+    },
+)
 def softmax_before_masking(X, valid_lens):
     """Softmax over all keys, then zeroes the masked weights: rows no longer sum to 1."""
     if valid_lens is None:
@@ -87,7 +141,7 @@ def softmax_before_masking(X, valid_lens):
     return torch.softmax(X, dim=-1) * mask
 
 
-@wrong("masked_softmax", "masked_softmax.safety")
+@wrong("masked_softmax", {"masked_softmax.safety": "X was modified in place"})
 def writes_minus_inf_into_input(X, valid_lens):
     """Right weights, but writes -inf into the caller's scores."""
     if valid_lens is None:
@@ -99,7 +153,13 @@ def writes_minus_inf_into_input(X, valid_lens):
     return torch.softmax(X.masked_fill(empty, 0.0), dim=-1).masked_fill(~mask, 0.0)
 
 
-@wrong("masked_softmax", "masked_softmax", "masked_softmax.values")
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "weights for valid_lens [2, 3]: row batch=0, query=1 is wrong",
+        "masked_softmax.values": "weights for X of shape (2, 3, 5) with 1-D valid_lens [1, 5]: row batch=0, query=1 is wrong",
+    },
+)
 def repeat_instead_of_repeat_interleave(X, valid_lens):
     """valid_lens.repeat(m) gives [2, 3, 2, 3] where [2, 2, 3, 3] is meant."""
     if valid_lens is None:
@@ -112,7 +172,13 @@ def repeat_instead_of_repeat_interleave(X, valid_lens):
     return torch.softmax(scores.masked_fill(empty, 0.0), dim=-1).masked_fill(~mask, 0.0)
 
 
-@wrong("masked_softmax", "masked_softmax", "masked_softmax.edge_cases")
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "weights for valid_lens [0, 2]: row batch=0, query=0 is wrong",
+        "masked_softmax.edge_cases": "weights with valid_lens [0, 5, 2]: row batch=0, query=0 is wrong",
+    },
+)
 def uniform_weights_for_empty_rows(X, valid_lens):
     """-1e6 in float32 without mutation: an empty row attends uniformly to its padding."""
     if valid_lens is None:
@@ -122,7 +188,10 @@ def uniform_weights_for_empty_rows(X, valid_lens):
     return torch.softmax(X.masked_fill(~mask, -1e4), dim=-1)
 
 
-@wrong("masked_softmax", "masked_softmax.safety")
+@wrong(
+    "masked_softmax",
+    {"masked_softmax.safety": "gradient with respect to X has a non-finite value nan"},
+)
 def nan_gradients(X, valid_lens):
     """An additive -inf mask, then NaN replaced by 0: right weights, NaN gradients for empty rows."""
     if valid_lens is None:
@@ -136,7 +205,13 @@ def nan_gradients(X, valid_lens):
     return torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
 
 
-@wrong("masked_softmax", "masked_softmax", "masked_softmax.values")
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "weights for valid_lens [[1, 3], [2, 4]]: row batch=0, query=1 is wrong",
+        "masked_softmax.values": "weights for X of shape (2, 3, 5) with 2-D valid_lens [[2, 3, 5], [2, 2, 3]]: row batch=0, query=1 is wrong",
+    },
+)
 def ignores_per_query_lengths(X, valid_lens):
     """Uses the first query's length for every query of a 2-D valid_lens."""
     if valid_lens is None:

@@ -8,7 +8,13 @@ from tests.wrong import wrong
 # ----------------------------------------------------------------- causal_valid_lens
 
 
-@wrong("causal_valid_lens", "causal_valid_lens", "causal_valid_lens.mask")
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens": "causal_valid_lens(X, [4, 2]) for T = 4: row sequence=0 is wrong",
+        "causal_valid_lens.mask": "for T=1, valid_lens=[1]: query 0 of sequence 0 may see keys [], expected [0]",
+    },
+)
 def diagonal_masked_too(X, valid_lens=None):
     """Query t sees keys 0..t-1 only: off by one, position 0 sees nothing."""
     B, T = X.shape[0], X.shape[1]
@@ -20,9 +26,11 @@ def diagonal_masked_too(X, valid_lens=None):
 
 @wrong(
     "causal_valid_lens",
-    "causal_valid_lens",
-    "causal_valid_lens.mask",
-    "causal_valid_lens.perturbation",
+    {
+        "causal_valid_lens": "causal_valid_lens(X, [4, 2]) for T = 4: row sequence=0 is wrong",
+        "causal_valid_lens.mask": "for T=4, valid_lens=[4, 4, 4]: query 0 of sequence 0 may see keys [0, 1], expected [0]",
+        "causal_valid_lens.perturbation": "with valid_lens [6, 3, 0]: outputs at positions 0..0 after changing the inputs from position 1 on",
+    },
 )
 def one_step_ahead(X, valid_lens=None):
     """Query t sees keys 0..t+1: the next token leaks."""
@@ -35,9 +43,11 @@ def one_step_ahead(X, valid_lens=None):
 
 @wrong(
     "causal_valid_lens",
-    "causal_valid_lens",
-    "causal_valid_lens.mask",
-    "causal_valid_lens.perturbation",
+    {
+        "causal_valid_lens": "causal_valid_lens(X, [4, 2]) for T = 4: row sequence=1 is wrong",
+        "causal_valid_lens.mask": "for T=1, valid_lens=[0]: query 0 of sequence 0 may see keys [0], expected []",
+        "causal_valid_lens.perturbation": "a sequence of valid length 0 must give lengths 0, got [1, 2, 3, 4, 5, 6]",
+    },
 )
 def padding_forgotten(X, valid_lens=None):
     """Ignores valid_lens: queries see padded keys, and empty sequences are not empty."""
@@ -47,9 +57,11 @@ def padding_forgotten(X, valid_lens=None):
 
 @wrong(
     "causal_valid_lens",
-    "causal_valid_lens",
-    "causal_valid_lens.mask",
-    "causal_valid_lens.perturbation",
+    {
+        "causal_valid_lens": "causal_valid_lens(X, [4, 2]) for T = 4: row sequence=0 is wrong",
+        "causal_valid_lens.mask": "for T=1, valid_lens=[0]: query 0 of sequence 0 may see keys [0], expected []",
+        "causal_valid_lens.perturbation": "with valid_lens [6, 3, 0]: outputs at positions 0..0 after changing the inputs from position 1 on",
+    },
 )
 def maximum_instead_of_minimum(X, valid_lens=None):
     """Combines the two limits with max: padding wins over causality."""
@@ -62,9 +74,11 @@ def maximum_instead_of_minimum(X, valid_lens=None):
 
 @wrong(
     "causal_valid_lens",
-    "causal_valid_lens",
-    "causal_valid_lens.mask",
-    "causal_valid_lens.perturbation",
+    {
+        "causal_valid_lens": "causal_valid_lens(X, [4, 2]) for T = 4: row sequence=0 is wrong",
+        "causal_valid_lens.mask": "for T=4, valid_lens=[4, 4, 4]: query 0 of sequence 0 may see keys [0, 1, 2, 3], expected [0]",
+        "causal_valid_lens.perturbation": "with valid_lens [6, 3, 0]: outputs at positions 0..0 after changing the inputs from position 1 on",
+    },
 )
 def padding_only(X, valid_lens=None):
     """Every query sees the whole valid sequence: no causal mask at all."""
@@ -74,7 +88,13 @@ def padding_only(X, valid_lens=None):
     return valid_lens[:, None].repeat(1, T)
 
 
-@wrong("causal_valid_lens", "causal_valid_lens", "causal_valid_lens.mask")
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens": "causal_valid_lens must return integer lengths, got dtype torch.float32",
+        "causal_valid_lens.mask": "causal_valid_lens must return integer lengths, got dtype torch.float32",
+    },
+)
 def float_lengths(X, valid_lens=None):
     """Right values as floats, where the exercise asks for integer lengths (they count positions)."""
     B, T = X.shape[0], X.shape[1]
@@ -87,14 +107,26 @@ def float_lengths(X, valid_lens=None):
 # ----------------------------------------------------------------- transpose_qkv / transpose_output
 
 
-@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 3): row batch*head=0, position=1 is wrong",
+        "transpose_qkv.loop": "transpose_qkv of (2, 4, 8) with 2 heads: row batch*head=0, position=1 is wrong",
+    },
+)
 def split_without_permute(X, num_heads):
     """Reshapes (B, T, d) straight to (B*h, T, d/h): mixes positions into heads."""
     B, T, H = X.shape
     return X.reshape(B * num_heads, T, H // num_heads)
 
 
-@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 3): row batch*head=1, position=0 is wrong",
+        "transpose_qkv.loop": "transpose_qkv of (2, 4, 8) with 2 heads: row batch*head=1, position=0 is wrong",
+    },
+)
 def heads_major(X, num_heads):
     """Orders the batch head-major (i*B + b) instead of example-major (b*h + i)."""
     B, T, H = X.shape
@@ -102,7 +134,13 @@ def heads_major(X, num_heads):
     return X.reshape(B * num_heads, T, H // num_heads)
 
 
-@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 3): row batch*head=0, position=0 is wrong",
+        "transpose_qkv.loop": "transpose_qkv of (2, 4, 8) with 2 heads: row batch*head=0, position=0 is wrong",
+    },
+)
 def interleaved_features(X, num_heads):
     """Gives head i the features i, i+h, i+2h, … instead of a contiguous block."""
     B, T, H = X.shape
@@ -110,28 +148,52 @@ def interleaved_features(X, num_heads):
     return X.reshape(B * num_heads, T, H // num_heads)
 
 
-@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 3) has shape (2, 3, 3, 2), expected (6, 3, 2)",
+        "transpose_qkv.loop": "transpose_qkv of (1, 1, 4) with 1 heads has shape (1, 1, 1, 4), expected (1, 1, 4)",
+    },
+)
 def heads_not_in_batch(X, num_heads):
     """Stops at (B, h, T, d/h): the heads are never folded into the batch."""
     B, T, H = X.shape
     return X.reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
 
 
-@wrong("transpose_qkv", "transpose_qkv", "transpose_qkv.loop")
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 3) has shape (6, 1, 6), expected (6, 3, 2)",
+        "transpose_qkv.loop": "transpose_qkv of (2, 4, 8) with 2 heads has shape (4, 2, 8), expected (4, 4, 4)",
+    },
+)
 def split_the_sequence(X, num_heads):
     """Splits positions, not features: (B, T, d) -> (B*h, T/h, d)."""
     B, T, H = X.shape
     return X.reshape(B * num_heads, T // num_heads, H)
 
 
-@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(heads, 3): row batch=0, position=0 is wrong",
+        "transpose_output.loop": "transpose_output of 2 heads of (2, 4, 8): row batch=0, position=0 is wrong",
+    },
+)
 def merge_without_permute(X, num_heads):
     """Reshapes (B*h, T, hs) straight to (B, T, h*hs)."""
     BH, T, hs = X.shape
     return X.reshape(BH // num_heads, T, num_heads * hs)
 
 
-@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(heads, 3): row batch=0, position=0 is wrong",
+        "transpose_output.loop": "transpose_output of 2 heads of (2, 4, 8): row batch=0, position=0 is wrong",
+    },
+)
 def merge_heads_major(X, num_heads):
     """Reads the batch as head-major (i*B + b)."""
     BH, T, hs = X.shape
@@ -139,7 +201,13 @@ def merge_heads_major(X, num_heads):
     return X.reshape(BH // num_heads, T, num_heads * hs)
 
 
-@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(heads, 3): row batch=0, position=0 is wrong",
+        "transpose_output.loop": "transpose_output of 2 heads of (2, 4, 8): row batch=0, position=0 is wrong",
+    },
+)
 def merge_interleaved(X, num_heads):
     """Interleaves the heads' features instead of concatenating them."""
     BH, T, hs = X.shape
@@ -147,7 +215,13 @@ def merge_interleaved(X, num_heads):
     return X.reshape(BH // num_heads, T, num_heads * hs)
 
 
-@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(heads, 3): row batch=0, position=0 is wrong",
+        "transpose_output.loop": "transpose_output of 2 heads of (2, 4, 8): row batch=0, position=0 is wrong",
+    },
+)
 def merge_wrong_axes(X, num_heads):
     """Permutes (0, 1, 3, 2): positions and heads swapped, features scrambled."""
     BH, T, hs = X.shape
@@ -155,7 +229,13 @@ def merge_wrong_axes(X, num_heads):
     return X.reshape(BH // num_heads, T, num_heads * hs)
 
 
-@wrong("transpose_output", "transpose_output", "transpose_output.loop")
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(heads, 3) has shape (2, 3, 3, 2), expected (2, 3, 6)",
+        "transpose_output.loop": "transpose_output of 1 heads of (1, 1, 4) has shape (1, 1, 1, 4), expected (1, 1, 4)",
+    },
+)
 def merge_keeps_heads(X, num_heads):
     """Returns (B, h, T, hs): the heads are never concatenated."""
     BH, T, hs = X.shape
@@ -165,7 +245,12 @@ def merge_keeps_heads(X, num_heads):
 # ----------------------------------------------------------------- MultiHeadAttention
 
 
-@wrong("MultiHeadAttention", "MultiHeadAttention.torch")
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=16, heads=4, bias=True, valid_lens=[1, 4, 5]): row batch=0, query=0 is wrong"
+    },
+)
 def lengths_repeated_not_interleaved(self, queries, keys, values, valid_lens=None):
     """torch.repeat copies the whole batch h times: head i of example b gets the wrong lengths."""
     queries = transpose_qkv(self.W_q(queries), self.num_heads)
@@ -177,7 +262,13 @@ def lengths_repeated_not_interleaved(self, queries, keys, values, valid_lens=Non
     return self.W_o(transpose_output(output, self.num_heads))
 
 
-@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
+        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+    },
+)
 def no_output_projection(self, queries, keys, values, valid_lens=None):
     """Forgets W_o after merging the heads."""
     queries = transpose_qkv(self.W_q(queries), self.num_heads)
@@ -188,7 +279,13 @@ def no_output_projection(self, queries, keys, values, valid_lens=None):
     return transpose_output(self.attention(queries, keys, values, valid_lens), self.num_heads)
 
 
-@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
+        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+    },
+)
 def one_big_head(self, queries, keys, values, valid_lens=None):
     """Never splits: one head of size d, scaled by √d instead of √(d/h)."""
     self.attention(self.W_q(queries), self.W_k(keys), self.W_v(values), valid_lens)
@@ -197,7 +294,13 @@ def one_big_head(self, queries, keys, values, valid_lens=None):
     return self.W_o(torch.bmm(weights, self.W_v(values)))
 
 
-@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
+        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+    },
+)
 def keys_projected_with_w_q(self, queries, keys, values, valid_lens=None):
     """Uses W_q on the keys: right only if W_q = W_k."""
     queries = transpose_qkv(self.W_q(queries), self.num_heads)
@@ -209,7 +312,13 @@ def keys_projected_with_w_q(self, queries, keys, values, valid_lens=None):
     return self.W_o(transpose_output(output, self.num_heads))
 
 
-@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
+        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+    },
+)
 def merged_by_plain_reshape(self, queries, keys, values, valid_lens=None):
     """Merges the heads with reshape(B, m, d), which scrambles positions and heads."""
     B, m, d = queries.shape
@@ -222,7 +331,13 @@ def merged_by_plain_reshape(self, queries, keys, values, valid_lens=None):
     return self.W_o(output.reshape(B, m, d))
 
 
-@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the output against SDPA per head: row batch=1, query=0 is wrong",
+        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=[1]): row batch=0, query=0 is wrong",
+    },
+)
 def padding_dropped(self, queries, keys, values, valid_lens=None):
     """Never passes the lengths on: padded keys get weight."""
     queries = transpose_qkv(self.W_q(queries), self.num_heads)
@@ -232,7 +347,12 @@ def padding_dropped(self, queries, keys, values, valid_lens=None):
     return self.W_o(transpose_output(output, self.num_heads))
 
 
-@wrong("MultiHeadAttention", "MultiHeadAttention.dropout")
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention.dropout": "the output in eval mode with dropout=1 (dropout must be off): row batch=0, query=0 is wrong"
+    },
+)
 def dropout_after_merging(self, queries, keys, values, valid_lens=None):
     """Drops the merged output instead of the weights (and keeps dropping in eval)."""
     queries = transpose_qkv(self.W_q(queries), self.num_heads)
@@ -247,7 +367,13 @@ def dropout_after_merging(self, queries, keys, values, valid_lens=None):
     return self.W_o(torch.nn.functional.dropout(output, p, training=True))
 
 
-@wrong("MultiHeadAttention", "MultiHeadAttention", "MultiHeadAttention.torch")
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the forward with per-query valid_lens [[5, 1, 3], [2, 4, 0]] raised ValueError: valid_lens must have shape (4,) or (4, 3)",
+        "MultiHeadAttention.torch": "the forward (d=8, heads=2, bias=False, valid_lens=[[2, 4, 1, 1]]) raised ValueError: valid_lens must have shape (2,) or (2, 4)",
+    },
+)
 def lengths_flattened(self, queries, keys, values, valid_lens=None):
     """repeat_interleave without dim=0: fine for (B,) lengths, flattens (B, m) ones."""
     queries = transpose_qkv(self.W_q(queries), self.num_heads)

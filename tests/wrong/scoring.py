@@ -14,7 +14,12 @@ from tests.wrong import wrong
 # ----------------------------------------------------------------- AdditiveAttention
 
 
-@wrong("AdditiveAttention", "AdditiveAttention.values")
+@wrong(
+    "AdditiveAttention",
+    {
+        "AdditiveAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong"
+    },
+)
 def forgot_tanh(self, queries, keys, values, valid_lens=None):
     """No tanh: the score becomes linear, w_vᵀ(W_q q + W_k k)."""
     features = self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1)
@@ -22,7 +27,12 @@ def forgot_tanh(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("AdditiveAttention", "AdditiveAttention.values")
+@wrong(
+    "AdditiveAttention",
+    {
+        "AdditiveAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong"
+    },
+)
 def relu_instead_of_tanh(self, queries, keys, values, valid_lens=None):
     """ReLU where the score has tanh."""
     features = torch.relu(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
@@ -30,7 +40,13 @@ def relu_instead_of_tanh(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("AdditiveAttention", "AdditiveAttention", "AdditiveAttention.values")
+@wrong(
+    "AdditiveAttention",
+    {
+        "AdditiveAttention": "the output: row batch=0, query=0 is wrong",
+        "AdditiveAttention.values": "attention_weights for B=1, m=1, n=1, valid_lens=[0]: row batch=0, query=0 is wrong",
+    },
+)
 def additive_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
     """A plain softmax: the padding gets weight."""
     features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
@@ -38,7 +54,13 @@ def additive_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("AdditiveAttention", "AdditiveAttention", "AdditiveAttention.values")
+@wrong(
+    "AdditiveAttention",
+    {
+        "AdditiveAttention": "attention_weights has shape (2, 10, 1), expected (2, 1, 10)",
+        "AdditiveAttention.values": "attention_weights has shape (2, 5, 3), expected (2, 3, 5)",
+    },
+)
 def additive_keys_and_queries_swapped(self, queries, keys, values, valid_lens=None):
     """Broadcasts (B, 1, m, h) + (B, n, 1, h): scores come out (B, n, m)."""
     features = torch.tanh(self.W_q(queries).unsqueeze(1) + self.W_k(keys).unsqueeze(2))
@@ -46,7 +68,12 @@ def additive_keys_and_queries_swapped(self, queries, keys, values, valid_lens=No
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("AdditiveAttention", "AdditiveAttention.dropout")
+@wrong(
+    "AdditiveAttention",
+    {
+        "AdditiveAttention.dropout": "the output in eval mode with dropout=1 (dropout must be off): row batch=0, query=0 is wrong"
+    },
+)
 def additive_dropout_left_on(self, queries, keys, values, valid_lens=None):
     """Functional dropout with training=True: still dropping weights in eval mode."""
     features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
@@ -55,7 +82,12 @@ def additive_dropout_left_on(self, queries, keys, values, valid_lens=None):
     return torch.bmm(dropped, values)
 
 
-@wrong("AdditiveAttention", "AdditiveAttention.dropout")
+@wrong(
+    "AdditiveAttention",
+    {
+        "AdditiveAttention.dropout": "attention_weights in train mode (stored before dropout): row batch=0, query=0 is wrong"
+    },
+)
 def additive_stores_dropped_weights(self, queries, keys, values, valid_lens=None):
     """Keeps the weights after dropout in attention_weights."""
     features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
@@ -68,14 +100,26 @@ def additive_stores_dropped_weights(self, queries, keys, values, valid_lens=None
 # ----------------------------------------------------------------- DotProductAttention
 
 
-@wrong("DotProductAttention", "DotProductAttention", "DotProductAttention.values")
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention": "attention_weights: row batch=0, query=0 is wrong",
+        "DotProductAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong",
+    },
+)
 def forgot_sqrt_d(self, queries, keys, values, valid_lens=None):
     """No scaling at all."""
     self.attention_weights = masked_softmax(torch.bmm(queries, keys.transpose(1, 2)), valid_lens)
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("DotProductAttention", "DotProductAttention", "DotProductAttention.values")
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention": "attention_weights: row batch=0, query=0 is wrong",
+        "DotProductAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong",
+    },
+)
 def scaled_by_d(self, queries, keys, values, valid_lens=None):
     """Divides by d instead of √d."""
     scores = torch.bmm(queries, keys.transpose(1, 2)) / queries.shape[-1]
@@ -83,7 +127,12 @@ def scaled_by_d(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("DotProductAttention", "DotProductAttention.values")
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong"
+    },
+)
 def scaled_by_number_of_keys(self, queries, keys, values, valid_lens=None):
     """Divides by √n, the number of keys, instead of √d."""
     scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(keys.shape[1])
@@ -91,7 +140,13 @@ def scaled_by_number_of_keys(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("DotProductAttention", "DotProductAttention", "DotProductAttention.values")
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention": "attention_weights has shape (2, 10, 1), expected (2, 1, 10)",
+        "DotProductAttention.values": "attention_weights has shape (2, 5, 3), expected (2, 3, 5)",
+    },
+)
 def keys_times_queries(self, queries, keys, values, valid_lens=None):
     """bmm(keys, queriesᵀ): scores of shape (B, n, m), keys and queries transposed."""
     scores = torch.bmm(keys, queries.transpose(1, 2)) / math.sqrt(queries.shape[-1])
@@ -99,7 +154,12 @@ def keys_times_queries(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights).transpose(1, 2), values)
 
 
-@wrong("DotProductAttention", "DotProductAttention.values")
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong"
+    },
+)
 def dot_softmax_over_queries(self, queries, keys, values, valid_lens=None):
     """Normalises over the queries (axis 1), then masks."""
     scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
@@ -111,7 +171,13 @@ def dot_softmax_over_queries(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("DotProductAttention", "DotProductAttention", "DotProductAttention.sdpa")
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention": "the output: row batch=0, query=0 is wrong",
+        "DotProductAttention.sdpa": "the output against scaled_dot_product_attention: row batch=0, query=1 is wrong",
+    },
+)
 def dot_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
     """A plain softmax: the padding gets weight."""
     scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
@@ -119,7 +185,12 @@ def dot_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("DotProductAttention", "DotProductAttention.dropout")
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention.dropout": "the output in eval mode with dropout=1 (dropout must be off): row batch=0, query=0 is wrong"
+    },
+)
 def dot_dropout_left_on(self, queries, keys, values, valid_lens=None):
     """Functional dropout with training=True: still dropping weights in eval mode."""
     scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
@@ -131,14 +202,28 @@ def dot_dropout_left_on(self, queries, keys, values, valid_lens=None):
 # ----------------------------------------------------------------- BilinearAttention
 
 
-@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.values")
+@wrong(
+    "BilinearAttention",
+    {
+        "BilinearAttention": "the forward on queries (2, 4, 3), keys (2, 6, 5), values (2, 6, 7), valid_lens [6, 2] raised RuntimeError",
+        "BilinearAttention.values": "the forward on queries (1, 1, 3), keys (1, 1, 5), values (1, 1, 3), valid_lens None raised RuntimeError",
+        "BilinearAttention.identities": "the output with W = AᵀB against dot products of Aq and Bk: row batch=0, query=0 is wrong",
+    },
+)
 def forgot_W(self, queries, keys, values, valid_lens=None):
     """A plain dot product: fails as soon as d_q ≠ d_k."""
     self.attention_weights = masked_softmax(torch.bmm(queries, keys.transpose(1, 2)), valid_lens)
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.values")
+@wrong(
+    "BilinearAttention",
+    {
+        "BilinearAttention": "the forward on queries (2, 4, 3), keys (2, 6, 5), values (2, 6, 7), valid_lens [6, 2] raised RuntimeError",
+        "BilinearAttention.values": "the forward on queries (1, 1, 3), keys (1, 1, 5), values (1, 1, 3), valid_lens None raised RuntimeError",
+        "BilinearAttention.identities": "the output with W = AᵀB against dot products of Aq and Bk: row batch=0, query=0 is wrong",
+    },
+)
 def W_transposed(self, queries, keys, values, valid_lens=None):
     """qᵀ Wᵀ k: fails for d_q ≠ d_k, and is the wrong score when they are equal."""
     scores = torch.bmm(queries @ self.W.T, keys.transpose(1, 2))
@@ -146,7 +231,13 @@ def W_transposed(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.values")
+@wrong(
+    "BilinearAttention",
+    {
+        "BilinearAttention": "attention_weights: row batch=0, query=0 is wrong",
+        "BilinearAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong",
+    },
+)
 def bilinear_scaled(self, queries, keys, values, valid_lens=None):
     """Divides by √d_k as if it were scaled dot-product attention."""
     scores = torch.bmm(queries @ self.W, keys.transpose(1, 2)) / math.sqrt(keys.shape[-1])
@@ -154,7 +245,13 @@ def bilinear_scaled(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.identities")
+@wrong(
+    "BilinearAttention",
+    {
+        "BilinearAttention": "weights of padded keys: row query=0 is wrong",
+        "BilinearAttention.identities": "the output with W = I against unscaled dot-product attention: row batch=0, query=1 is wrong",
+    },
+)
 def bilinear_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
     """A plain softmax: the padding gets weight."""
     self.attention_weights = torch.softmax(
@@ -163,7 +260,13 @@ def bilinear_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("BilinearAttention", "BilinearAttention", "BilinearAttention.values")
+@wrong(
+    "BilinearAttention",
+    {
+        "BilinearAttention": "row sums of the weights: row batch=0 is wrong",
+        "BilinearAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong",
+    },
+)
 def bilinear_softmax_over_queries(self, queries, keys, values, valid_lens=None):
     """Masks the scores but normalises over the queries."""
     scores = torch.bmm(queries @ self.W, keys.transpose(1, 2))
@@ -175,7 +278,12 @@ def bilinear_softmax_over_queries(self, queries, keys, values, valid_lens=None):
     return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-@wrong("BilinearAttention", "BilinearAttention.dropout")
+@wrong(
+    "BilinearAttention",
+    {
+        "BilinearAttention.dropout": "the output in eval mode with dropout=1 (dropout must be off): row batch=0, query=0 is wrong"
+    },
+)
 def bilinear_dropout_left_on(self, queries, keys, values, valid_lens=None):
     """Functional dropout with training=True: still dropping weights in eval mode."""
     self.attention_weights = masked_softmax(
@@ -188,31 +296,61 @@ def bilinear_dropout_left_on(self, queries, keys, values, valid_lens=None):
 # ----------------------------------------------------------------- sum_scores
 
 
-@wrong("sum_scores", "sum_scores", "sum_scores.values")
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "sum_scores: row batch=0, query=0 is wrong",
+        "sum_scores.values": "sum_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
+    },
+)
 def query_term_only(queries, keys, w):
     """wᵀq alone, broadcast over the keys."""
     return (queries @ w)[:, :, None].expand(-1, -1, keys.shape[1])
 
 
-@wrong("sum_scores", "sum_scores", "sum_scores.values")
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "sum_scores: row batch=0, query=0 is wrong",
+        "sum_scores.values": "sum_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
+    },
+)
 def key_term_only(queries, keys, w):
     """wᵀk alone, broadcast over the queries."""
     return (keys @ w)[:, None, :].expand(-1, queries.shape[1], -1)
 
 
-@wrong("sum_scores", "sum_scores", "sum_scores.values")
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "sum_scores: row batch=0, query=0 is wrong",
+        "sum_scores.values": "sum_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
+    },
+)
 def product_of_terms(queries, keys, w):
     """(wᵀq)(wᵀk): a product, not a sum."""
     return (queries @ w)[:, :, None] * (keys @ w)[:, None, :]
 
 
-@wrong("sum_scores", "sum_scores", "sum_scores.values")
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "sum_scores has shape (1, 3, 2), expected (1, 2, 3)",
+        "sum_scores.values": "sum_scores for B=2, m=3, n=5 has shape (2, 5, 3), expected (2, 3, 5)",
+    },
+)
 def sum_scores_transposed(queries, keys, w):
     """Shape (B, n, m): keys on the rows."""
     return (keys @ w)[:, :, None] + (queries @ w)[:, None, :]
 
 
-@wrong("sum_scores", "sum_scores", "sum_scores.values")
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "sum_scores: row batch=0, query=0 is wrong",
+        "sum_scores.values": "sum_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
+    },
+)
 def forgot_w(queries, keys, w):
     """Sums the entries of q and k without w."""
     return queries.sum(-1)[:, :, None] + keys.sum(-1)[:, None, :]
@@ -221,37 +359,73 @@ def forgot_w(queries, keys, w):
 # ----------------------------------------------------------------- distance_scores
 
 
-@wrong("distance_scores", "distance_scores", "distance_scores.values")
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores: row batch=0, query=0 is wrong",
+        "distance_scores.values": "distance_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
+    },
+)
 def distance_forgot_half(queries, keys):
     """-‖q - k‖² without the 1/2."""
     return -(torch.cdist(queries, keys) ** 2)
 
 
-@wrong("distance_scores", "distance_scores", "distance_scores.values")
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores: row batch=0, query=0 is wrong",
+        "distance_scores.values": "distance_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
+    },
+)
 def distance_positive(queries, keys):
     """+‖q - k‖²/2: attends to the farthest keys."""
     return torch.cdist(queries, keys) ** 2 / 2
 
 
-@wrong("distance_scores", "distance_scores", "distance_scores.values")
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores: row batch=0, query=0 is wrong",
+        "distance_scores.values": "distance_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
+    },
+)
 def distance_not_squared(queries, keys):
     """-‖q - k‖/2: the Euclidean distance, not its square."""
     return -torch.cdist(queries, keys) / 2
 
 
-@wrong("distance_scores", "distance_scores", "distance_scores.values")
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores: row batch=0, query=1 is wrong",
+        "distance_scores.values": "distance_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
+    },
+)
 def distance_without_query_norm(queries, keys):
     """qᵀk - ‖k‖²/2: the right weights after softmax, but not the score asked for."""
     return torch.bmm(queries, keys.transpose(1, 2)) - (keys**2).sum(-1)[:, None, :] / 2
 
 
-@wrong("distance_scores", "distance_scores", "distance_scores.values")
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores has shape (1, 3, 2), expected (1, 2, 3)",
+        "distance_scores.values": "distance_scores for B=2, m=3, n=5 has shape (2, 5, 3), expected (2, 3, 5)",
+    },
+)
 def distance_transposed(queries, keys):
     """Shape (B, n, m): keys on the rows."""
     return -(torch.cdist(keys, queries) ** 2) / 2
 
 
-@wrong("distance_scores", "distance_scores", "distance_scores.kernel")
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores: row batch=0, query=0 is wrong",
+        "distance_scores.kernel": "softmax(distance_scores) in 1-D: row query=0 is wrong",
+    },
+)
 def distance_l1(queries, keys):
     """-‖q - k‖₁/2: a Laplace kernel, not the Gaussian."""
     return -torch.cdist(queries, keys, p=1) / 2

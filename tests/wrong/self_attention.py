@@ -10,20 +10,36 @@ from tests.wrong import wrong
 # ----------------------------------------------------------------- SelfAttention
 
 
-@wrong("SelfAttention", "SelfAttention.values")
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention.values": "attention_weights for B=2, N=4, bias=False, valid_lens=None: row batch=0, query=0 is wrong"
+    },
+)
 def keys_from_the_query_projection(self, X, valid_lens=None):
     """Uses W_q for the keys too, so every score is a squared norm-like qᵢ·qⱼ."""
     queries, keys, values = self.W_q(X), self.W_q(X), self.W_v(X)
     return self.attention(queries, keys, values, valid_lens)
 
 
-@wrong("SelfAttention", "SelfAttention", "SelfAttention.values")
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention": "the output has shape (2, 5, 6), expected (2, 5, 3)",
+        "SelfAttention.values": "the output has shape (1, 1, 5), expected (1, 1, 4)",
+    },
+)
 def values_not_projected(self, X, valid_lens=None):
     """Attends over X itself instead of X W_vᵀ."""
     return self.attention(self.W_q(X), self.W_k(X), X, valid_lens)
 
 
-@wrong("SelfAttention", "SelfAttention.values")
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention.values": "attention_weights for B=2, N=4, bias=False, valid_lens=None: row batch=0, query=0 is wrong"
+    },
+)
 def scaled_by_the_input_size(self, X, valid_lens=None):
     """Divides the scores by √D_X instead of √D_Q."""
     queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
@@ -32,20 +48,36 @@ def scaled_by_the_input_size(self, X, valid_lens=None):
     return torch.bmm(self.attention.dropout(self.attention.attention_weights), values)
 
 
-@wrong("SelfAttention", "SelfAttention.values")
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention.values": "attention_weights for B=2, N=4, bias=False, valid_lens=None: row batch=0, query=0 is wrong"
+    },
+)
 def queries_and_keys_swapped(self, X, valid_lens=None):
     """Scores K Qᵀ: row i holds kᵢ·qⱼ, the transpose of the right scores."""
     queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
     return self.attention(keys, queries, values, valid_lens)
 
 
-@wrong("SelfAttention", "SelfAttention", "SelfAttention.values")
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention": "weights of padded keys: row query=0 is wrong",
+        "SelfAttention.values": "attention_weights for B=1, N=1, bias=False, valid_lens=[0]: row batch=0, query=0 is wrong",
+    },
+)
 def padding_ignored(self, X, valid_lens=None):
     """Never passes valid_lens on, so padded positions get weight."""
     return self.attention(self.W_q(X), self.W_k(X), self.W_v(X))
 
 
-@wrong("SelfAttention", "SelfAttention.values")
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention.values": "attention_weights for B=2, N=4, bias=False, valid_lens=None: row batch=0, query=0 is wrong"
+    },
+)
 def softmax_over_queries(self, X, valid_lens=None):
     """Normalises each column (over the queries) instead of each row."""
     queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
@@ -55,7 +87,12 @@ def softmax_over_queries(self, X, valid_lens=None):
     return torch.bmm(self.attention.dropout(weights), values)
 
 
-@wrong("SelfAttention", "SelfAttention.dropout")
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention.dropout": "the output in eval mode with dropout=1 (dropout must be off): row batch=0, query=0 is wrong"
+    },
+)
 def dropout_always_on(self, X, valid_lens=None):
     """Functional dropout with training=True: still dropping weights in eval mode."""
     queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
@@ -69,7 +106,13 @@ def dropout_always_on(self, X, valid_lens=None):
 # ----------------------------------------------------------------- positional_encoding
 
 
-@wrong("positional_encoding", "positional_encoding", "positional_encoding.formula")
+@wrong(
+    "positional_encoding",
+    {
+        "positional_encoding": "positional_encoding(3, 4): row position=0 is wrong",
+        "positional_encoding.formula": "positional_encoding(1, 2): row position=0 is wrong",
+    },
+)
 def sine_and_cosine_swapped(max_len, num_hiddens):
     """Cosines in the even columns, sines in the odd ones."""
     positions = torch.arange(max_len, dtype=torch.float32)[:, None]
@@ -79,7 +122,13 @@ def sine_and_cosine_swapped(max_len, num_hiddens):
     return P
 
 
-@wrong("positional_encoding", "positional_encoding", "positional_encoding.formula")
+@wrong(
+    "positional_encoding",
+    {
+        "positional_encoding": "positional_encoding(3, 4): row position=1 is wrong",
+        "positional_encoding.formula": "positional_encoding(50, 8): row position=1 is wrong",
+    },
+)
 def exponent_j_over_d(max_len, num_hiddens):
     """Uses 10000^(j/d) for pair j, not 10000^(2j/d): frequencies fall too slowly."""
     positions = torch.arange(max_len, dtype=torch.float32)[:, None]
@@ -89,7 +138,13 @@ def exponent_j_over_d(max_len, num_hiddens):
     return P
 
 
-@wrong("positional_encoding", "positional_encoding.formula", "positional_encoding.properties")
+@wrong(
+    "positional_encoding",
+    {
+        "positional_encoding.formula": "positional_encoding(50, 8): row position=0 is wrong",
+        "positional_encoding.properties": "P[0] (sin 0, cos 0, …): the values are wrong",
+    },
+)
 def halves_not_interleaved(max_len, num_hiddens):
     """All sines in the first half of the columns, all cosines in the second."""
     positions = torch.arange(max_len, dtype=torch.float32)[:, None]
@@ -97,7 +152,13 @@ def halves_not_interleaved(max_len, num_hiddens):
     return torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)
 
 
-@wrong("positional_encoding", "positional_encoding", "positional_encoding.properties")
+@wrong(
+    "positional_encoding",
+    {
+        "positional_encoding": "positional_encoding(3, 4): row position=0 is wrong",
+        "positional_encoding.properties": "P[0] (sin 0, cos 0, …): the values are wrong",
+    },
+)
 def positions_from_one(max_len, num_hiddens):
     """Counts positions from 1, so P[0] is not (0, 1, 0, 1, …)."""
     positions = torch.arange(1, max_len + 1, dtype=torch.float32)[:, None]
@@ -107,7 +168,13 @@ def positions_from_one(max_len, num_hiddens):
     return P
 
 
-@wrong("positional_encoding", "positional_encoding.formula", "positional_encoding.properties")
+@wrong(
+    "positional_encoding",
+    {
+        "positional_encoding.formula": "positional_encoding(7, 2): row position=1 is wrong",
+        "positional_encoding.properties": "sin² + cos² of each pair of columns: row position=1 is wrong",
+    },
+)
 def own_frequency_for_the_cosine(max_len, num_hiddens):
     """Gives column 2j+1 the exponent (2j+1)/d, so a pair no longer shares a frequency."""
     positions = torch.arange(max_len, dtype=torch.float32)[:, None]
@@ -117,7 +184,13 @@ def own_frequency_for_the_cosine(max_len, num_hiddens):
     return P
 
 
-@wrong("positional_encoding", "positional_encoding", "positional_encoding.formula")
+@wrong(
+    "positional_encoding",
+    {
+        "positional_encoding": "positional_encoding(3, 4): row position=1 is wrong",
+        "positional_encoding.formula": "positional_encoding(50, 8): row position=1 is wrong",
+    },
+)
 def multiplied_by_the_power(max_len, num_hiddens):
     """i · 10000^(2j/d) instead of i / 10000^(2j/d)."""
     positions = torch.arange(max_len, dtype=torch.float32)[:, None]
@@ -127,7 +200,13 @@ def multiplied_by_the_power(max_len, num_hiddens):
     return P
 
 
-@wrong("positional_encoding", "positional_encoding", "positional_encoding.formula")
+@wrong(
+    "positional_encoding",
+    {
+        "positional_encoding": "positional_encoding(3, 4) has dtype torch.float64, expected torch.float32",
+        "positional_encoding.formula": "positional_encoding(1, 2) has dtype torch.float64, expected torch.float32",
+    },
+)
 def float64_table(max_len, num_hiddens):
     """Right values, but float64: adding it to float32 inputs silently upcasts them."""
     positions = torch.arange(max_len, dtype=torch.float64)[:, None]

@@ -3,7 +3,14 @@
 from tests.wrong import wrong
 
 
-@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "post-norm output with silent sublayers (expected LN₂(LN₁(X)), norm1 first): row batch=0, position=0 is wrong",
+        "TransformerBlock.torch": "the output against nn.TransformerEncoderLayer (post-norm, bias=True, valid_lens=None): row batch=0, position=0 is wrong",
+        "TransformerBlock.dropout": "the post-norm output in eval mode with dropout=1 (dropout must be off): row batch=0, position=0 is wrong",
+    },
+)
 def norm_placement_swapped(self, X, valid_lens=None):
     """Post-norm when norm_first is True and pre-norm when it is False."""
     if not self.norm_first:
@@ -16,7 +23,14 @@ def norm_placement_swapped(self, X, valid_lens=None):
     return X
 
 
-@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "pre-norm output with silent sublayers (expected X: the residual path is untouched): row batch=0, position=0 is wrong",
+        "TransformerBlock.torch": "the output against nn.TransformerEncoderLayer (pre-norm, bias=True, valid_lens=None): row batch=0, position=0 is wrong",
+        "TransformerBlock.dropout": "the pre-norm output in eval mode with dropout=1 (dropout must be off): row batch=0, position=0 is wrong",
+    },
+)
 def pre_norm_normalises_the_stream(self, X, valid_lens=None):
     """Pre-norm that normalises the residual stream itself: X = LN(X); X = X + f(X)."""
     if self.norm_first:
@@ -30,7 +44,14 @@ def pre_norm_normalises_the_stream(self, X, valid_lens=None):
     return X
 
 
-@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "post-norm output with silent sublayers (expected LN₂(LN₁(X)), norm1 first): row batch=0, position=0 is wrong",
+        "TransformerBlock.torch": "the output against nn.TransformerEncoderLayer (post-norm, bias=True, valid_lens=None): row batch=0, position=0 is wrong",
+        "TransformerBlock.dropout": "the post-norm output in eval mode with dropout=1 (dropout must be off): row batch=0, position=0 is wrong",
+    },
+)
 def no_residual_around_attention(self, X, valid_lens=None):
     """Forgets to add X back around the attention sublayer."""
     if self.norm_first:
@@ -43,7 +64,14 @@ def no_residual_around_attention(self, X, valid_lens=None):
     return X
 
 
-@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "post-norm output with silent sublayers (expected LN₂(LN₁(X)), norm1 first): row batch=0, position=0 is wrong",
+        "TransformerBlock.torch": "the output against nn.TransformerEncoderLayer (post-norm, bias=True, valid_lens=None): row batch=0, position=0 is wrong",
+        "TransformerBlock.dropout": "the post-norm output in eval mode with dropout=1 (dropout must be off): row batch=0, position=0 is wrong",
+    },
+)
 def no_residual_around_the_ffn(self, X, valid_lens=None):
     """Forgets to add X back around the feed-forward sublayer."""
     if self.norm_first:
@@ -56,7 +84,14 @@ def no_residual_around_the_ffn(self, X, valid_lens=None):
     return X
 
 
-@wrong("TransformerBlock", "TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "post-norm output with silent sublayers (expected LN₂(LN₁(X)), norm1 first): row batch=0, position=0 is wrong",
+        "TransformerBlock.torch": "the output against nn.TransformerEncoderLayer (post-norm, bias=True, valid_lens=None): row batch=0, position=0 is wrong",
+        "TransformerBlock.dropout": "the post-norm output in eval mode with dropout=1 (dropout must be off): row batch=0, position=0 is wrong",
+    },
+)
 def one_norm_for_both(self, X, valid_lens=None):
     """Uses norm1 for both sublayers; norm2 is never used."""
     if self.norm_first:
@@ -71,9 +106,11 @@ def one_norm_for_both(self, X, valid_lens=None):
 
 @wrong(
     "TransformerBlock",
-    "TransformerBlock.torch",
-    "TransformerBlock.dropout",
-    "TransformerBlock.properties",
+    {
+        "TransformerBlock.torch": "the output against nn.TransformerEncoderLayer (post-norm, bias=True, valid_lens=[6, 4, 1]): row batch=1, position=0 is wrong",
+        "TransformerBlock.dropout": "the post-norm output in eval mode with dropout=1 (dropout must be off): row batch=1, position=0 is wrong",
+        "TransformerBlock.properties": "post-norm outputs at valid positions after changing the padded inputs: row batch=1, position=0 is wrong",
+    },
 )
 def padding_ignored(self, X, valid_lens=None):
     """Never passes valid_lens to the attention, so padded positions are attended to."""
@@ -87,7 +124,13 @@ def padding_ignored(self, X, valid_lens=None):
     return X
 
 
-@wrong("TransformerBlock", "TransformerBlock.torch", "TransformerBlock.dropout")
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock.torch": "the output against nn.TransformerEncoderLayer (post-norm, bias=True, valid_lens=None): row batch=0, position=0 is wrong",
+        "TransformerBlock.dropout": "the post-norm output in eval mode with dropout=1 (dropout must be off): row batch=0, position=0 is wrong",
+    },
+)
 def ffn_without_activation(self, X, valid_lens=None):
     """Calls dense1 and dense2 directly and forgets the ReLU: the FFN is one linear map."""
     if self.norm_first:
@@ -100,7 +143,12 @@ def ffn_without_activation(self, X, valid_lens=None):
     return X
 
 
-@wrong("TransformerBlock", "TransformerBlock.dropout")
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock.dropout": "the post-norm output in train mode with dropout=1 (each sublayer's output dropped, expected LN₂(LN₁(X))): row batch=0, position=0 is wrong"
+    },
+)
 def dropout_on_the_sum(self, X, valid_lens=None):
     """Drops the residual sum instead of the sublayer's output, so dropout also hits X."""
     if self.norm_first:
@@ -113,7 +161,12 @@ def dropout_on_the_sum(self, X, valid_lens=None):
     return X
 
 
-@wrong("TransformerBlock", "TransformerBlock.dropout")
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock.dropout": "the post-norm output in train mode with dropout=1 (each sublayer's output dropped, expected LN₂(LN₁(X))): row batch=0, position=0 is wrong"
+    },
+)
 def no_dropout_on_the_sublayers(self, X, valid_lens=None):
     """Leaves out self.dropout: only the attention weights are ever dropped."""
     if self.norm_first:
