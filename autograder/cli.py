@@ -47,6 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--memory", type=int, default=4096, help="MiB per notebook (default 4096)")
     p.add_argument("--shard", help="grade only shard i of n, as i/n (several machines, one --db)")
     p.add_argument("--force", action="store_true", help="regrade what is already graded")
+    p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run kernels without bubblewrap (only for trusted notebooks; see book/instructors.md)",
+    )
 
     p = sub.add_parser("feedback", help="per-student HTML feedback, hidden test code left out")
     p.add_argument("chapter", nargs="?", help="one chapter (default: every graded chapter)")
@@ -108,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             force=args.force,
             shard=args.shard,
             problems=args.problems,
+            sandbox=not args.no_sandbox,
         )
     if args.command == "feedback":
         from autograder.course import Course

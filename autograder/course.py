@@ -251,10 +251,18 @@ class Course:
         force: bool = False,
         shard: str | None = None,
         problems: Path | None = None,
+        sandbox: bool = True,
     ) -> int:
         """Collect, autograde in parallel, and export ``grades.csv`` (see autograder.grading)."""
         from autograder import grading
 
+        if sandbox:
+            from autograder.sandbox import SandboxUnavailable, check_available
+
+            try:
+                check_available()
+            except SandboxUnavailable as err:
+                raise SystemExit(f"cannot grade in a sandbox: {err}") from err
         scratch = self.root / ".grading" / "collected"
         shutil.rmtree(scratch, ignore_errors=True)
         entries = grading.collect(Path(submissions), assignment, scratch)
@@ -278,6 +286,7 @@ class Course:
             memory_mb=memory_mb,
             force=force,
             shard=grading.parse_shard(shard),
+            sandbox=sandbox,
         )
         start = time.monotonic()
         stats = grading.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))

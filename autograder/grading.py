@@ -437,6 +437,7 @@ class Settings:
     memory_mb: int = 4096
     force: bool = False
     shard: tuple[int, int] = (1, 1)
+    sandbox: bool = True  # every kernel in bubblewrap (autograder.sandbox)
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
@@ -536,8 +537,41 @@ def _job_root(
     return root
 
 
+COPY_BACK = ("*.ipynb", "timestamp.txt")
+COPY_BACK_MAX_BYTES = 20 * 2**20
+
+
+def copy_back(src: Path, dest: Path) -> list[str]:
+    """Copy what the course keeps of a job's folder: its notebook (and timestamp), nothing else.
+
+    Only regular files directly in ``src`` that match :data:`COPY_BACK` and are at most
+    :data:`COPY_BACK_MAX_BYTES` are copied. A symlink, a FIFO, a device, a socket or a huge
+    file that a submission left in its folder is never opened. Returns what was skipped.
+    """
+    import stat
+
+    skipped = []
+    dest.mkdir(parents=True, exist_ok=True)
+    if not src.is_dir() or src.is_symlink():
+        return skipped
+    for entry in os.scandir(src):
+        info = entry.stat(follow_symlinks=False)
+        wanted = any(Path(entry.name).match(p) for p in COPY_BACK)
+        if not wanted:
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_size > COPY_BACK_MAX_BYTES:
+            skipped.append(entry.name)
+            continue
+        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            (dest / entry.name).write_bytes(f.read(COPY_BACK_MAX_BYTES + 1)[:COPY_BACK_MAX_BYTES])
+    return skipped
+
+
 def _outcome_of(reply: dict) -> str:
     text = (reply.get("error") or "") + "\n" + (reply.get("log") or "")
+    if reply.get("killed"):
+        return f"stopped by the sandbox: {reply['killed']}"
     if "DeadKernelError" in text or "Kernel died" in text or "kernel died" in text.lower():
         return "the kernel died while running the notebook (crash, os._exit or kill?)"
     lines = [ln for ln in (reply.get("error") or "").strip().splitlines() if ln.strip()]
@@ -624,11 +658,12 @@ def _grade_in_parallel(course_root, ledger, gradable, templates, sources, settin
             dest = course_root / "autograded" / sub.student / sub.chapter
             if dest.exists():
                 shutil.rmtree(dest)
-            src = root / "autograded" / sub.student / sub.chapter
-            if src.exists():
-                shutil.copytree(src, dest)
-            ledger.record(sub, scores, "graded")
+            copy_back(root / "autograded" / sub.student / sub.chapter, dest)
+            killed = (reply or {}).get("killed")
+            ledger.record(sub, scores, f"graded; {killed}" if killed else "graded")
             stats["graded"] += 1
+            if killed:  # graded as far as it ran, and reported
+                stats["failed"].append((sub, f"stopped by the sandbox: {killed}"))
         else:
             ledger.record(sub, None, outcome)
             stats["failed"].append((sub, outcome))
@@ -649,6 +684,10 @@ def _grade_in_parallel(course_root, ledger, gradable, templates, sources, settin
                 "chapter": sub.chapter,
                 "student": sub.student,
                 "cell_timeout": settings.cell_timeout,
+                "notebook_timeout": settings.notebook_timeout,
+                "memory_mb": settings.memory_mb,
+                "sandbox": settings.sandbox,
+                "slot": worker.index,
             }
         )
 

@@ -175,6 +175,25 @@ def grade(job: dict) -> dict:
     cfg.CourseDirectory.course_id = COURSE_ID
     cfg.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
     cfg.Execute.kernel_name = "python3"
+    if job.get("sandbox", True):
+        from autograder.sandbox import FIRST_UID, Limits, SandboxKernelManager
+
+        cfg.Execute.kernel_manager_class = type(
+            "JobKernelManager",
+            (SandboxKernelManager,),
+            {
+                "uid": FIRST_UID + job.get("slot", 0) if os.geteuid() == 0 else None,
+                "limits": Limits(
+                    memory_mb=job.get("memory_mb", 4096),
+                    cpu_seconds=job.get("notebook_timeout", 600),
+                ),
+                "grader_key": key,
+            },
+        )
+    else:  # trusted code only: the kernel runs as this user, with the key in its environment
+        key_file = root / ".grader-key"
+        key_file.write_bytes(key)
+        os.environ["ATTENTION_GRADER_KEY_FILE"] = str(key_file)
     cfg.Execute.timeout = job["cell_timeout"]
     cfg.Execute.allow_errors = True
     cfg.Execute.interrupt_on_timeout = True
@@ -198,20 +217,30 @@ def grade(job: dict) -> dict:
     ]
     coursedir = CourseDirectory(config=cfg)
     api = NbGraderAPI(coursedir=coursedir, config=cfg)
+    WATCHDOG.killed.clear()
     try:
         result = api.autograde(job["chapter"], job["student"], force=True, create=True)
     finally:
         os.environ.pop("ATTENTION_GRADER_KEY_FILE", None)
-        key_file.unlink(missing_ok=True)
+        (root / ".grader-key").unlink(missing_ok=True)
     return {
         "job": job["job"],
         "success": bool(result.get("success")),
         "error": (result.get("error") or "")[-4000:],
         "log": (result.get("log") or "")[-4000:],
+        "killed": "; ".join(sorted(set(WATCHDOG.killed.values()))),
     }
 
 
+class _NoWatchdog:
+    killed: dict = {}
+
+
+WATCHDOG = _NoWatchdog()
+
+
 def main() -> None:
+    global WATCHDOG
     _setup_path()
     import nbgrader.apps  # noqa: F401  (import once, up front)
 
@@ -227,6 +256,9 @@ def main() -> None:
         protocol.write(json.dumps(obj) + "\n")
         protocol.flush()
 
+    from autograder.sandbox import Watchdog
+
+    WATCHDOG = Watchdog().start()
     reply({"ready": os.getpid()})
     for line in sys.stdin:
         job = json.loads(line)

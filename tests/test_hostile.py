@@ -78,16 +78,40 @@ def test_enormous_output_is_capped_in_the_autograded_notebook(graded):
     assert "cut by the grader" in path.read_text()
 
 
-def test_writing_outside_the_folder_is_undone_and_reported(graded):
-    """Are the grader's files restored after a submission overwrote them, and are they reported?"""
+def test_writing_outside_the_folder_never_reaches_the_course(graded):
+    """Does a submission that writes into the course folder change nothing there at all?"""
     course, *_ = graded
     core = course.root / "source" / CHAPTER / "checks" / "_core.py"
     assert "poisoned" not in core.read_text()
     nb = nbformat.read(course.root / "source" / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
     assert nb.cells  # the source notebook itself is intact
-    changed = course.first_run["changed"]
-    assert f"source/{CHAPTER}/checks/_core.py" in changed, changed
-    assert "evil.txt (written during grading)" in changed, changed
+    assert not (course.root / "evil.txt").exists()
+    assert course.first_run["changed"] == []  # nothing to restore: the sandbox never saw it
+    out = course.root / "autograded" / "writes_outside_its_folder" / CHAPTER / f"{CHAPTER}.ipynb"
+    assert "blocked:" in out.read_text()
+
+
+def test_no_attack_succeeded_and_only_notebooks_came_back(graded):
+    """Did every attack fail inside its sandbox, and is each graded folder just its notebook?"""
+    course, *_ = graded
+    for folder in (course.root / "autograded").iterdir():
+        files = sorted(p.name for p in (folder / CHAPTER).iterdir())
+        assert files == [f"{CHAPTER}.ipynb"], (folder.name, files)
+        assert "ATTACK SUCCEEDED" not in (folder / CHAPTER / f"{CHAPTER}.ipynb").read_text()
+
+
+def test_no_process_outlives_the_batch(graded):
+    """After the batch, is every process a submission started (daemons, sleepers) gone?"""
+    import psutil
+
+    # What this corpus's submissions start (other grading runs may be going on beside it).
+    marks = ("sleep 600", "poisoned", "bytearray(700")
+    left = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if any(mark in cmd for mark in marks) and "pytest" not in cmd:
+            left.append((proc.pid, cmd[:120]))
+    assert left == []
 
 
 def test_a_rerun_grades_nothing_twice(graded, capsys):

@@ -258,15 +258,158 @@ def enormous_output():
 
 @case()
 def writes_outside_its_folder():
-    """Correct code that also overwrites the grader's checks in the course folder and drops a file there."""
+    """Correct code that also tries to overwrite the grader's checks in the course folder."""
     return _append(
         reference(),
         "sequence_mask",
         "from pathlib import Path\n"
         "course = Path.cwd().parents[5]\n"
-        "for target in course.glob('source/*/checks/_core.py'):\n"
-        "    target.write_text('raise RuntimeError(\"poisoned by a submission\")')\n"
-        "(course / 'evil.txt').write_text('was here')",
+        "try:\n"
+        "    for target in course.glob('source/*/checks/_core.py'):\n"
+        "        target.write_text('raise RuntimeError(\"poisoned by a submission\")')\n"
+        "    (course / 'evil.txt').write_text('was here')\n"
+        "except OSError as err:\n"
+        "    print('blocked:', err)",
+    )
+
+
+# ---------------------------------------------------------------- the sandbox (issue: grades
+# no student can change). Each attacker's own answers are the reference: it must keep exactly
+# its full marks, and the honest students graded before and after it must keep theirs.
+
+
+@case()
+def aaa_honest_before():
+    """An honest student graded before the attackers (names sort the batch): full marks."""
+    return reference()
+
+
+@case()
+def zzz_honest_after():
+    """An honest student graded after the attackers: full marks, whatever they left behind."""
+    return reference()
+
+
+ATTACK = """
+import os, pathlib, subprocess, sys
+def _attempt(what, action):
+    try:
+        action()
+        print("ATTACK SUCCEEDED:", what)
+    except Exception as err:
+        print("blocked:", what, type(err).__name__)
+"""
+
+
+@case()
+def daemon_edits_later_jobs():
+    """A setsid daemon that, for a minute, rewrites the checks in every other job's folder."""
+    daemon = (
+        "import pathlib, time\n"
+        "end = time.time() + 60\n"
+        "while time.time() < end:\n"
+        "    for p in pathlib.Path('/').glob('**/autograded/*/masking/checks/_core.py'):\n"
+        "        try: p.write_text('raise RuntimeError(\\'poisoned\\')')\n"
+        "        except OSError: pass\n"
+        "    time.sleep(0.5)\n"
+    )
+    return _append(
+        reference(),
+        "sequence_mask",
+        ATTACK + f"subprocess.Popen(['setsid', sys.executable, '-c', {daemon!r}], "
+        "start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)",
+    )
+
+
+@case()
+def startup_files_for_later_kernels():
+    """Drops an IPython start-up file and a .pth file that break torch.softmax for later kernels."""
+    patch = "import torch; torch.softmax = lambda *a, **k: 0"
+    return _append(
+        reference(),
+        "sequence_mask",
+        ATTACK + "import site, IPython.paths\n"
+        "startup = pathlib.Path(IPython.paths.get_ipython_dir(), 'profile_default', 'startup')\n"
+        f"_attempt('ipython start-up', lambda: (startup.mkdir(parents=True, exist_ok=True), "
+        f"(startup / '00-evil.py').write_text({patch!r})))\n"
+        f"_attempt('.pth in site-packages', lambda: pathlib.Path(site.getsitepackages()[0], "
+        f"'evil.pth').write_text({patch!r}))\n"
+        f"_attempt('.pth in the user site', lambda: (pathlib.Path(site.getusersitepackages())"
+        f".mkdir(parents=True, exist_ok=True), pathlib.Path(site.getusersitepackages(), "
+        f"'evil.pth').write_text({patch!r})))",
+    )
+
+
+@case(zero_cells=ALL_CELLS)
+def copies_the_solutions():
+    """Stubs only, then looks for the answers: the source notebook above its folder, the
+    repository through its parent processes, solutions/ on disk. Its own work earns nothing."""
+    nb = reference()
+    for grade_id in ("sequence_mask", "masked_softmax"):
+        cell = _cell(nb, grade_id)
+        lines = cell.source.splitlines()
+        start = next(i for i, ln in enumerate(lines) if ln.strip() == "### BEGIN SOLUTION")
+        end = next(i for i, ln in enumerate(lines) if ln.strip() == "### END SOLUTION")
+        indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+        cell.source = "\n".join(
+            lines[:start] + [indent + "raise NotImplementedError()"] + lines[end + 1 :]
+        )
+    steal = (
+        ATTACK + "found = []\n"
+        "for parent in pathlib.Path.cwd().parents:\n"
+        "    found += list(parent.glob('*/masking/masking.ipynb')) + list(parent.glob('**/solutions/masking.py'))\n"
+        "for pid in os.listdir('/proc'):\n"
+        "    try: found.append(pathlib.Path(open(f'/proc/{pid}/cmdline').read().split(chr(0))[0]))\n"
+        "    except OSError: pass\n"
+        "for root in ['/work', '/root', '/home', '/tmp', '/srv']:\n"
+        "    found += list(pathlib.Path(root).glob('*/solutions/masking.py'))\n"
+        "for path in found:\n"
+        "    if path.name == 'masking.py' and path.is_file():\n"
+        "        exec(path.read_text(), globals())\n"
+        "        print('ATTACK SUCCEEDED: copied', path)\n"
+        "        break\n"
+    )
+    return _append(nb, "masked_softmax", steal)
+
+
+@case()
+def special_files_in_its_folder():
+    """Leaves a FIFO, symlinks to /etc/passwd and a 512 MiB file in its folder."""
+    return _append(
+        reference(),
+        "sequence_mask",
+        ATTACK + "_attempt('fifo', lambda: os.mkfifo('pipe.ipynb'))\n"
+        "_attempt('symlink', lambda: os.symlink('/etc/passwd', 'passwd.ipynb'))\n"
+        "_attempt('symlink folder', lambda: os.symlink('/etc', 'etc'))\n"
+        "def _big():\n"
+        "    with open('big.ipynb', 'wb') as f:\n"
+        "        for _ in range(512):\n"
+        "            f.write(bytes(2**20))\n"
+        "_attempt('512 MiB file', _big)",
+    )
+
+
+@case()
+def children_that_outlive_the_notebook():
+    """Starts twenty children, each in its own session, that sleep for ten minutes."""
+    return _append(
+        reference(),
+        "sequence_mask",
+        ATTACK + "for _ in range(20):\n"
+        "    subprocess.Popen(['sleep', '600'], start_new_session=True)",
+    )
+
+
+@case(zero_cells=ALL_CELLS, problem="stopped by the sandbox")
+def children_share_a_memory_bomb():
+    """Five children hold 700 MiB each: under the per-process cap, over the notebook's."""
+    hold = "x = bytearray(700 * 2**20); import time; time.sleep(120)"
+    return _prepend(
+        reference(),
+        "sequence_mask",
+        "import subprocess, sys, time\n"
+        f"kids = [subprocess.Popen([sys.executable, '-c', {hold!r}]) for _ in range(5)]\n"
+        "time.sleep(30)",
     )
 
 

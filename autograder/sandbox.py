@@ -1,0 +1,302 @@
+"""A bubblewrap sandbox for every kernel that runs a submission.
+
+Each kernel the grader starts runs as ``bwrap … -- prlimit … -- setpriv … python -m
+ipykernel_launcher``, and sees:
+
+- a read-only system (``/usr``, ``/etc``, ``/lib*``, ``/bin``, ``/sbin``) and a read-only
+  Python environment (the interpreter's prefix and the virtual environment);
+- a private, size-capped ``/tmp`` (also its ``HOME``), gone when the kernel ends;
+- exactly one writable place of the real file system: the folder the notebook runs in;
+- nothing else: no repository, no source notebook, no course folder or gradebook, no
+  other student's folder, no ``/root`` or ``/home``;
+- its own PID, network, IPC and UTS namespaces: no network at all (the loopback inside has
+  nothing listening), and every process it starts, daemons included, dies with it
+  (``--die-with-parent``; the PID namespace ends with its first process);
+- when the grader runs as root: its own unprivileged user (one uid per grading worker), so
+  that ``RLIMIT_NPROC`` caps its process count; otherwise a user namespace.
+
+Resource limits are rlimits set by ``prlimit`` inside the sandbox (address space, CPU
+seconds per process, file size, process count, no core files); :class:`Watchdog` adds
+what rlimits cannot: the memory and the process count of the whole tree.
+
+The kernel talks to the grader over IPC (Unix) sockets in a short private folder that is
+bound into the sandbox; no TCP port is opened.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+
+SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+FIRST_UID = 61000  # uids FIRST_UID + worker index: no account has them on Debian
+TMP_BYTES = 256 * 2**20
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap is missing or cannot create namespaces on this machine."""
+
+
+@dataclass
+class Limits:
+    """What one kernel and everything it starts may use."""
+
+    memory_mb: int = 4096  # address space per process, and resident memory of the whole tree
+    cpu_seconds: int = 600  # CPU time per process
+    processes: int = 256  # processes and threads of the sandbox's user
+    file_mb: int = 64  # the largest file it may write
+
+
+@dataclass
+class Sandbox:
+    """How to wrap a command: the folder it may write, the ipc folder, its user and limits."""
+
+    workdir: Path
+    ipc_dir: Path
+    uid: int | None = None  # None: run as this user, in a user namespace
+    limits: Limits = field(default_factory=Limits)
+    readonly: tuple[str, ...] = ()
+
+    def command(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        """``argv`` wrapped in bwrap, prlimit and (as root) setpriv, with exactly ``env``."""
+        args = ["bwrap", "--die-with-parent", "--new-session", "--clearenv"]
+        args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+        if self.uid is None:
+            args += ["--unshare-user", "--uid", "65534", "--gid", "65534"]
+        for path in SYSTEM_DIRS:
+            if os.path.islink(path):  # merged /usr: /bin -> usr/bin
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+        for path in self.readonly:
+            args += _parents(path) + ["--ro-bind", path, path]
+        for path in (self.ipc_dir, self.workdir):
+            args += _parents(str(path)) + ["--bind", str(path), str(path)]
+        args += ["--chdir", str(self.workdir)]
+        for key, value in sorted(env.items()):
+            args += ["--setenv", key, value]
+        lim = self.limits
+        args += [
+            "--",
+            "prlimit",
+            f"--as={lim.memory_mb * 2**20}",
+            f"--cpu={lim.cpu_seconds}",
+            f"--fsize={lim.file_mb * 2**20}",
+            f"--nproc={lim.processes}",
+            "--core=0",
+            "--",
+        ]
+        if self.uid is not None:
+            args += [
+                "setpriv",
+                f"--reuid={self.uid}",
+                f"--regid={self.uid}",
+                "--clear-groups",
+                "--no-new-privs",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--",
+            ]
+        return args + list(argv)
+
+
+def _parents(path: str) -> list[str]:
+    """bwrap arguments that create ``path``'s parent folders, traversable by anyone."""
+    args = []
+    parts = Path(path).parts
+    for i in range(2, len(parts)):
+        parent = str(Path(*parts[:i]))
+        if parent not in SYSTEM_DIRS and parent != "/tmp":
+            args += ["--perms", "0755", "--dir", parent]
+    return args
+
+
+def python_paths() -> tuple[str, ...]:
+    """The folders a kernel of this environment reads: the interpreter's prefix and the venv."""
+    paths = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
+    exe = os.path.realpath(sys.executable)
+    if not any(exe.startswith(p + os.sep) for p in paths):
+        paths.add(os.path.dirname(exe))
+    # Keep the venv's own path too if it is a link (bwrap binds at the path the kernel uses).
+    if os.path.realpath(sys.prefix) != sys.prefix:
+        paths.add(sys.prefix)
+    return tuple(sorted(p for p in paths if not any(p.startswith(s + os.sep) for s in SYSTEM_DIRS)))
+
+
+def check_available() -> None:
+    """Raise :class:`SandboxUnavailable`, saying why, unless a sandbox can be made here."""
+    if shutil.which("bwrap") is None:
+        raise SandboxUnavailable(
+            "bubblewrap (bwrap) is not installed: `apt-get install bubblewrap`, or run "
+            "`make system`. Grading without a sandbox (--no-sandbox) is only for trusted code."
+        )
+    probe = [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--unshare-pid",
+        "--unshare-net",
+        "--die-with-parent",
+        *([] if os.geteuid() == 0 else ["--unshare-user"]),
+        "true",
+    ]
+    result = subprocess.run(probe, capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        raise SandboxUnavailable(
+            "bubblewrap cannot create namespaces here "
+            f"({result.stderr.strip() or result.returncode}). In a container, allow user "
+            "namespaces (or run the grader as root in it); --no-sandbox grades without one."
+        )
+
+
+def prepare(workdir: Path, uid: int | None) -> Path:
+    """Make ``workdir`` writable by the sandbox's user; return a fresh, short ipc folder.
+
+    The ipc folder is short because a Unix socket's path has at most 107 bytes.
+    """
+    ipc_dir = Path(tempfile.mkdtemp(prefix="attn-"))
+    if uid is not None:
+        for path in (workdir, ipc_dir):
+            os.chown(path, uid, uid)
+    ipc_dir.chmod(0o700)
+    return ipc_dir
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """A kernel manager that starts every kernel inside a :class:`Sandbox`.
+
+    Configure it by subclassing with the class attributes ``uid`` and ``limits`` (see
+    ``autograder.worker``); the folder the notebook runs in is the ``cwd`` nbclient
+    passes, and the only writable place.
+    """
+
+    uid: int | None = None
+    limits: Limits = Limits()
+    grader_key: bytes | None = None  # handed to `checks` in a file only the kernel can read
+    active: list = []  # the sandboxes running now (the watchdog reads it)
+
+    async def _async_pre_start_kernel(self, **kw):
+        workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
+        self._ipc_dir = prepare(workdir, self.uid)
+        self.transport = "ipc"
+        self.ip = str(self._ipc_dir / "k")
+        self.connection_file = str(self._ipc_dir / "kernel.json")
+        kernel_cmd, kw = await super()._async_pre_start_kernel(**kw)
+        env = {
+            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+            "MPLBACKEND": "agg",
+            "MPLCONFIGDIR": "/tmp/matplotlib",
+            "IPYTHONDIR": "/tmp/ipython",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+        }
+        for key in ("OMP_NUM_THREADS", "NBGRADER_EXECUTION"):
+            if key in (kw.get("env") or os.environ):
+                env[key] = (kw.get("env") or os.environ)[key]
+        if self.grader_key is not None:
+            key_file = self._ipc_dir / "grader-key"
+            key_file.write_bytes(self.grader_key)
+            key_file.chmod(0o600)
+            if self.uid is not None:
+                os.chown(key_file, self.uid, self.uid)
+            env["ATTENTION_GRADER_KEY_FILE"] = str(key_file)
+        sandbox = Sandbox(workdir, self._ipc_dir, self.uid, self.limits, python_paths())
+        self.sandbox = sandbox
+        # bwrap itself needs no particular environment; the kernel gets exactly `env`.
+        kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        return sandbox.command(kernel_cmd, env), kw
+
+    def write_connection_file(self, **kwargs):
+        super().write_connection_file(**kwargs)
+        if self.uid is not None and os.path.exists(self.connection_file):
+            os.chown(self.connection_file, self.uid, self.uid)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        SandboxKernelManager.active.append(self)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        try:
+            await super()._async_cleanup_resources(restart=restart)
+        finally:
+            if self in SandboxKernelManager.active:
+                SandboxKernelManager.active.remove(self)
+            ipc_dir = getattr(self, "_ipc_dir", None)
+            if ipc_dir is not None and not restart:
+                shutil.rmtree(ipc_dir, ignore_errors=True)
+
+    def root_pid(self) -> int | None:
+        process = getattr(self.provisioner, "process", None)
+        return getattr(process, "pid", None)
+
+
+class Watchdog:
+    """Kill a sandbox whose whole process tree uses too much memory or too many processes.
+
+    rlimits are per process (memory, CPU) or per user (processes); this polls the tree of
+    every running sandbox a few times a second and kills it, through its first process,
+    when the sum is over :class:`Limits`. The reason is kept for the grader to report.
+    """
+
+    def __init__(self, interval: float = 0.2):
+        self.interval = interval
+        self.killed: dict[int, str] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> Watchdog:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self) -> None:
+        import psutil
+
+        while not self._stop.wait(self.interval):
+            for km in list(SandboxKernelManager.active):
+                pid = km.root_pid()
+                if pid is None:
+                    continue
+                try:
+                    root = psutil.Process(pid)
+                    procs = [root, *root.children(recursive=True)]
+                    rss = 0
+                    for p in procs:
+                        try:
+                            rss += p.memory_info().rss
+                        except psutil.Error:
+                            pass
+                except psutil.Error:
+                    continue
+                reason = None
+                if rss > km.limits.memory_mb * 2**20:
+                    reason = (
+                        f"the notebook's processes used {rss / 2**20:.0f} MiB together "
+                        f"(limit {km.limits.memory_mb} MiB)"
+                    )
+                elif len(procs) > km.limits.processes:
+                    reason = (
+                        f"the notebook started {len(procs)} processes (limit {km.limits.processes})"
+                    )
+                if reason:
+                    self.killed[pid] = reason
+                    for p in reversed(procs):
+                        try:
+                            p.kill()
+                        except psutil.Error:
+                            pass
