@@ -122,9 +122,11 @@ test-notebooks: install
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book EDITION=student
 
+# Side by side, each stream gets one thread: PyTorch's OpenMP threads spin while they wait,
+# and two streams of two threads each on two cores made a 21 s training cell take over 300 s.
 test: install system  ## everything CI runs: check, nbgrader end to end, nbval, both editions, browser tests
 	$(MAKE) --no-print-directory check
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-slow test-notebooks
+	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target test-slow test-notebooks
 	$(MAKE) --no-print-directory book-test
 
 # ---------------------------------------------------------------- instructors

@@ -40,9 +40,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--problems", type=Path, help="where to list ungradable submissions")
     p.add_argument("--jobs", "-j", type=int, help="parallel graders (default: available cores)")
     p.add_argument("--db", help="gradebook URL, e.g. postgresql://user@host/db (default: SQLite)")
-    p.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default 60)")
+    p.add_argument("--cell-timeout", type=int, default=60, help="CPU seconds per cell (default 60)")
     p.add_argument(
-        "--notebook-timeout", type=int, default=600, help="seconds per notebook (default 600)"
+        "--notebook-timeout", type=int, default=600, help="CPU seconds per notebook (default 600)"
+    )
+    p.add_argument(
+        "--wall-factor",
+        type=int,
+        default=10,
+        help="wall-clock backstop, as a multiple of the CPU limits (default 10)",
     )
     p.add_argument("--memory", type=int, default=4096, help="MiB per notebook (default 4096)")
     p.add_argument("--shard", help="grade only shard i of n, as i/n (several machines, one --db)")
@@ -109,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             args.output,
             jobs=args.jobs,
             notebook_timeout=args.notebook_timeout,
+            wall_factor=args.wall_factor,
             memory_mb=args.memory,
             force=args.force,
             shard=args.shard,

@@ -247,11 +247,13 @@ class Course:
         jobs: int | None = None,
         cell_timeout: int | None = None,
         notebook_timeout: int = 600,
+        wall_factor: int = 10,
         memory_mb: int = 4096,
         force: bool = False,
         shard: str | None = None,
         problems: Path | None = None,
         sandbox: bool = True,
+        run_demos: bool = False,
     ) -> int:
         """Collect, autograde in parallel, and export ``grades.csv`` (see autograder.grading)."""
         from autograder import grading
@@ -283,10 +285,12 @@ class Course:
             jobs=jobs or grading.default_jobs(),
             cell_timeout=cell_timeout or self.timeout,
             notebook_timeout=notebook_timeout,
+            wall_factor=wall_factor,
             memory_mb=memory_mb,
             force=force,
             shard=grading.parse_shard(shard),
             sandbox=sandbox,
+            run_demos=run_demos,
         )
         start = time.monotonic()
         stats = grading.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))

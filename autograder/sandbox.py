@@ -39,6 +39,8 @@ from jupyter_client.manager import AsyncKernelManager
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 FIRST_UID = 61000  # uids FIRST_UID + worker index: no account has them on Debian
 TMP_BYTES = 256 * 2**20
+RLIMIT_CPU_MARGIN = 30  # CPU seconds the per-process rlimit allows beyond the tree's limit
+INTERRUPT_GRACE_CPU = 5.0  # CPU seconds a cell may go on after its interrupt before the kill
 
 
 class SandboxUnavailable(RuntimeError):
@@ -50,7 +52,8 @@ class Limits:
     """What one kernel and everything it starts may use."""
 
     memory_mb: int = 4096  # address space per process, and resident memory of the whole tree
-    cpu_seconds: int = 600  # CPU time per process
+    cpu_seconds: int = 600  # CPU time of the whole tree for the notebook (and per process)
+    cell_cpu_seconds: int = 60  # CPU time of the whole tree for one cell
     processes: int = 256  # processes and threads of the sandbox's user
     file_mb: int = 64  # the largest file it may write
 
@@ -90,7 +93,8 @@ class Sandbox:
             "--",
             "prlimit",
             f"--as={lim.memory_mb * 2**20}",
-            f"--cpu={lim.cpu_seconds}",
+            # per process, a backstop: the watchdog stops the whole tree first, and says why
+            f"--cpu={lim.cpu_seconds + RLIMIT_CPU_MARGIN}",
             f"--fsize={lim.file_mb * 2**20}",
             f"--nproc={lim.processes}",
             "--core=0",
@@ -242,18 +246,97 @@ class SandboxKernelManager(AsyncKernelManager):
         process = getattr(self.provisioner, "process", None)
         return getattr(process, "pid", None)
 
+    # Per-cell CPU accounting: the executor marks where each cell starts (see
+    # autograder.worker), the watchdog compares the tree's CPU time with that mark.
+    cell_started_cpu: float | None = None
+
+    def start_cell(self) -> None:
+        self.cell_started_cpu = tree_cpu_seconds(self.root_pid())
+
+    def end_cell(self) -> None:
+        self.cell_started_cpu = None
+
+
+def _tree(pid: int | None) -> list:
+    import psutil
+
+    if pid is None:
+        return []
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def tree_cpu_seconds(pid: int | None, procs: list | None = None) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and every process below it.
+
+    Counts the live processes and, through ``children_user``/``children_system``, the
+    children they have already reaped; the machine's load does not change it.
+    """
+    import psutil
+
+    total = 0.0
+    for p in procs if procs is not None else _tree(pid):
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def _interrupt_kernel(procs: list) -> bool:
+    """Send SIGINT to the kernel of a sandbox's tree (as Jupyter's interrupt button does).
+
+    The kernel is the outermost Python process running ``ipykernel_launcher``: bwrap's own
+    command line names it too, and a submission's children could.
+    """
+    import signal
+
+    import psutil
+
+    def depth(p) -> int:
+        try:
+            return len(p.parents())
+        except psutil.Error:
+            return 1 << 30
+
+    candidates = []
+    for p in procs:
+        try:
+            argv = p.cmdline()
+        except psutil.Error:
+            continue
+        if argv and "python" in os.path.basename(argv[0]) and "ipykernel_launcher" in argv:
+            candidates.append(p)
+    for p in sorted(candidates, key=depth):
+        try:
+            p.send_signal(signal.SIGINT)
+            return True
+        except psutil.Error:
+            continue
+    return False
+
 
 class Watchdog:
-    """Kill a sandbox whose whole process tree uses too much memory or too many processes.
+    """Enforce :class:`Limits` on the whole process tree of every running sandbox.
 
     rlimits are per process (memory, CPU) or per user (processes); this polls the tree of
-    every running sandbox a few times a second and kills it, through its first process,
-    when the sum is over :class:`Limits`. The reason is kept for the grader to report.
+    every running sandbox a few times a second. A cell whose tree has used more than
+    ``cell_cpu_seconds`` of CPU time since it started is interrupted (SIGINT to the kernel,
+    as Jupyter's interrupt button does) and killed if it goes on regardless; a tree over
+    its memory, process count or notebook CPU time is killed. CPU time, unlike wall-clock
+    time, does not grow with the machine's load. The reasons are kept for the grader.
     """
 
     def __init__(self, interval: float = 0.2):
         self.interval = interval
-        self.killed: dict[int, str] = {}
+        self.killed: dict[int, str] = {}  # the trees killed, and why
+        self.events: dict[int, str] = {}  # cells interrupted for their CPU time
+        # the cell's start mark and the tree's CPU time when its interrupt was sent
+        self.interrupted: dict[int, tuple[float, float]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -264,39 +347,67 @@ class Watchdog:
     def stop(self) -> None:
         self._stop.set()
 
-    def _loop(self) -> None:
-        import psutil
+    def clear(self) -> None:
+        """Forget the previous notebook's events (a worker grades one notebook at a time)."""
+        self.killed.clear()
+        self.events.clear()
+        self.interrupted.clear()
 
+    def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             for km in list(SandboxKernelManager.active):
-                pid = km.root_pid()
-                if pid is None:
-                    continue
                 try:
-                    root = psutil.Process(pid)
-                    procs = [root, *root.children(recursive=True)]
-                    rss = 0
-                    for p in procs:
-                        try:
-                            rss += p.memory_info().rss
-                        except psutil.Error:
-                            pass
-                except psutil.Error:
+                    self.inspect(km)
+                except Exception:  # never let one odd process stop the watch over the rest
                     continue
-                reason = None
-                if rss > km.limits.memory_mb * 2**20:
-                    reason = (
-                        f"the notebook's processes used {rss / 2**20:.0f} MiB together "
-                        f"(limit {km.limits.memory_mb} MiB)"
-                    )
-                elif len(procs) > km.limits.processes:
-                    reason = (
-                        f"the notebook started {len(procs)} processes (limit {km.limits.processes})"
-                    )
-                if reason:
-                    self.killed[pid] = reason
-                    for p in reversed(procs):
-                        try:
-                            p.kill()
-                        except psutil.Error:
-                            pass
+
+    def inspect(self, km: SandboxKernelManager) -> None:
+        """Enforce ``km.limits`` on its tree once: interrupt a cell, or kill the tree."""
+        import psutil
+
+        pid = km.root_pid()
+        procs = _tree(pid)
+        if not procs:
+            return
+        rss = 0
+        for p in procs:
+            try:
+                rss += p.memory_info().rss
+            except psutil.Error:
+                pass
+        cpu = tree_cpu_seconds(pid, procs)
+        lim = km.limits
+        reason = None
+        if rss > lim.memory_mb * 2**20:
+            reason = (
+                f"the notebook's processes used {rss / 2**20:.0f} MiB together "
+                f"(limit {lim.memory_mb} MiB)"
+            )
+        elif len(procs) > lim.processes:
+            reason = f"the notebook started {len(procs)} processes (limit {lim.processes})"
+        elif cpu > lim.cpu_seconds:
+            reason = f"the notebook used more than {lim.cpu_seconds} s of CPU time"
+        started = km.cell_started_cpu
+        mark = self.interrupted.get(pid)
+        if mark is not None and mark[0] != started:  # that cell is over; this is another
+            del self.interrupted[pid]
+            mark = None
+        if reason is None and started is not None:
+            if mark is None and cpu - started > lim.cell_cpu_seconds:
+                self.interrupted[pid] = (started, cpu)
+                self.events.setdefault(
+                    pid, f"a cell used more than {lim.cell_cpu_seconds} s of CPU time: interrupted"
+                )
+                _interrupt_kernel(procs)
+            elif mark is not None and cpu - mark[1] > INTERRUPT_GRACE_CPU:
+                reason = (
+                    f"a cell used more than {lim.cell_cpu_seconds} s of CPU time and "
+                    "ignored the interrupt"
+                )
+        if reason:
+            self.killed[pid] = reason
+            for p in reversed(procs):
+                try:
+                    p.kill()
+                except psutil.Error:
+                    pass

@@ -25,16 +25,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import sys
 import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CALL = re.compile(r"checks\.run(?:_hidden)?\(\s*[\"']([^\"']+)[\"']")
-SIGNED = re.compile(r"^\[grader\] .*\n?", re.MULTILINE)
 COURSE_ID = "attention-step-by-step"
+# The wall-clock backstop, as a multiple of the CPU-time limits: only a notebook that sleeps
+# or waits (not one on a busy machine) should ever reach it.
+WALL_FACTOR = 10
 
 
 def _setup_path() -> None:
@@ -45,100 +45,15 @@ def _setup_path() -> None:
 
 
 def make_preprocessors(sign):
-    from nbformat.v4 import new_output
-    from nbgrader import utils
-    from nbgrader.preprocessors import NbGraderPreprocessor
+    """The grader's preprocessors, :class:`VerifyChecksRan` bound to this job's signer."""
+    from autograder.preprocessors import (
+        CapOutput,
+        SkipDemos,
+        StderrIsNotFailure,
+        VerifyChecksRan,
+    )
 
-    import checks
-    from autograder.notebooks import DEMO_TAG
-    from checks._core import REGISTRY, signed_line
-
-    checks.groups()  # load the hidden groups' names
-
-    class StderrIsNotFailure(NbGraderPreprocessor):
-        """In test cells, show stderr as ordinary output: only an error costs points."""
-
-        def preprocess_cell(self, cell, resources, index):
-            if cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell):
-                for output in cell.outputs:
-                    if output.output_type == "stream" and output.name == "stderr":
-                        output.name = "stdout"
-            return cell, resources
-
-    class VerifyChecksRan(NbGraderPreprocessor):
-        """Fail a test cell whose checks did not sign their result (see the module docstring)."""
-
-        def preprocess_cell(self, cell, resources, index):
-            if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
-                return cell, resources
-            text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
-            failed = any(o.output_type == "error" for o in cell.outputs)
-            missing = []
-            for group in CALL.findall(cell.source):
-                names = [c.fn.__qualname__ for c in REGISTRY.get(group, [])]
-                if signed_line(group, names, sign) not in text:
-                    missing.append(group)
-            for output in cell.outputs:  # the signatures are for the grader, not the feedback
-                if output.output_type == "stream":
-                    output.text = SIGNED.sub("", output.text)
-            if missing and not failed:
-                cell.outputs.append(
-                    new_output(
-                        "error",
-                        ename="GraderIntegrityError",
-                        evalue=(
-                            f"the checks {', '.join(missing)} did not report back to the grader: "
-                            "something in this notebook replaced or bypassed the checking code "
-                            "(checks.run, the check registry, ...). No points for this cell."
-                        ),
-                        traceback=[],
-                    )
-                )
-            return cell, resources
-
-    class CapOutput(NbGraderPreprocessor):
-        """Cut any single output over ``limit`` characters (LimitOutput only counts lines)."""
-
-        limit = 100_000
-
-        def _cut(self, text):
-            if len(text) <= self.limit:
-                return text
-            cut = len(text) - self.limit
-            return text[: self.limit] + f"\n… [{cut:,} more characters cut by the grader]\n"
-
-        def preprocess_cell(self, cell, resources, index):
-            if cell.cell_type == "code":
-                for output in cell.outputs:
-                    if output.output_type == "stream":
-                        output.text = self._cut(output.text)
-                    elif "data" in output and "text/plain" in output.data:
-                        output.data["text/plain"] = self._cut(output.data["text/plain"])
-            return cell, resources
-
-    class SkipDemos(NbGraderPreprocessor):
-        """Do not run demo cells (training loops, benchmarks): no grade depends on them.
-
-        Only a cell that is none of nbgrader's (no answer, test or locked cell) and is
-        tagged ``demo`` is skipped, so a submission cannot skip a test cell by tagging it.
-        Execute skips cells tagged :data:`SKIP`; that tag is removed from every other cell.
-        """
-
-        SKIP = "attention-grader-skip"
-        NOTE = "# Not run by the grader: a demo that no grade depends on.\n"
-
-        def preprocess_cell(self, cell, resources, index):
-            if cell.cell_type != "code":
-                return cell, resources
-            tags = [t for t in cell.metadata.get("tags", []) if t != self.SKIP]
-            if DEMO_TAG in tags and not cell.metadata.get("nbgrader"):
-                tags.append(self.SKIP)
-                cell.source = self.NOTE + cell.source
-                cell.outputs = []
-            cell.metadata["tags"] = tags
-            return cell, resources
-
-    return StderrIsNotFailure, VerifyChecksRan, CapOutput, SkipDemos
+    return StderrIsNotFailure, VerifyChecksRan.signed_with(sign), CapOutput, SkipDemos
 
 
 def grade(job: dict) -> dict:
@@ -152,7 +67,6 @@ def grade(job: dict) -> dict:
     from nbgrader.preprocessors import (
         AssignLatePenalties,
         CheckCellMetadata,
-        Execute,
         LimitOutput,
         SaveAutoGrades,
     )
@@ -164,17 +78,17 @@ def grade(job: dict) -> dict:
     def sign(text):
         return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:20]
 
-    stderr_ok, verify, cap, skip_demos = make_preprocessors(
-        sign
-    )  # imports checks here, before the key exists
-    key_file = root / ".grader-key"
-    key_file.write_bytes(key)
-    os.environ["ATTENTION_GRADER_KEY_FILE"] = str(key_file)
+    # make_preprocessors imports `checks` here, before the key exists in this process.
+    stderr_ok, verify, cap, skip_demos = make_preprocessors(sign)
+    from autograder.preprocessors import CpuTimedExecute
+
     cfg = Config()
     cfg.CourseDirectory.root = str(root)
     cfg.CourseDirectory.course_id = COURSE_ID
     cfg.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
     cfg.Execute.kernel_name = "python3"
+    cell_cpu = job["cell_timeout"]
+    wall_factor = job.get("wall_factor", WALL_FACTOR)
     if job.get("sandbox", True):
         from autograder.sandbox import FIRST_UID, Limits, SandboxKernelManager
 
@@ -186,26 +100,30 @@ def grade(job: dict) -> dict:
                 "limits": Limits(
                     memory_mb=job.get("memory_mb", 4096),
                     cpu_seconds=job.get("notebook_timeout", 600),
+                    cell_cpu_seconds=cell_cpu,
                 ),
                 "grader_key": key,
             },
         )
+        # CPU time is what the watchdog limits; the wall clock is only a backstop.
+        cfg.Execute.timeout = cell_cpu * wall_factor
     else:  # trusted code only: the kernel runs as this user, with the key in its environment
         key_file = root / ".grader-key"
         key_file.write_bytes(key)
         os.environ["ATTENTION_GRADER_KEY_FILE"] = str(key_file)
-    cfg.Execute.timeout = job["cell_timeout"]
+        cfg.Execute.timeout = cell_cpu
     cfg.Execute.allow_errors = True
     cfg.Execute.interrupt_on_timeout = True
     cfg.Execute.skip_cells_with_tag = skip_demos.SKIP
-    # A busy machine can delay a finished cell's output by seconds; nbclient's default
-    # (4 s, then an error) would turn correct work into a failure.
-    cfg.Execute.iopub_timeout = 120
+    # A busy machine can delay a finished cell's output by seconds; nbgrader's default
+    # (then an error) would turn correct work into a failure. Wait as long as the cell may.
+    cfg.Execute.iopub_timeout = cfg.Execute.timeout
+    cfg.Execute.raise_on_iopub_timeout = False
     cfg.OverwriteCells.add_missing_cells = True
     cfg.LimitOutput.max_lines = job.get("max_lines", 1000)
     cfg.Autograde.autograde_preprocessors = [
-        skip_demos,
-        Execute,
+        *([] if job.get("run_demos") else [skip_demos]),  # run_demos: benchmarks only
+        CpuTimedExecute,
         cap,
         stderr_ok,
         verify,
@@ -217,7 +135,8 @@ def grade(job: dict) -> dict:
     ]
     coursedir = CourseDirectory(config=cfg)
     api = NbGraderAPI(coursedir=coursedir, config=cfg)
-    WATCHDOG.killed.clear()
+    WATCHDOG.clear()
+    CpuTimedExecute.timed_out = 0
     try:
         result = api.autograde(job["chapter"], job["student"], force=True, create=True)
     finally:
@@ -229,11 +148,17 @@ def grade(job: dict) -> dict:
         "error": (result.get("error") or "")[-4000:],
         "log": (result.get("log") or "")[-4000:],
         "killed": "; ".join(sorted(set(WATCHDOG.killed.values()))),
+        "events": "; ".join(sorted(set(WATCHDOG.events.values()))),
+        "wall_timeouts": CpuTimedExecute.timed_out,
     }
 
 
 class _NoWatchdog:
     killed: dict = {}
+    events: dict = {}
+
+    def clear(self) -> None:
+        pass
 
 
 WATCHDOG = _NoWatchdog()

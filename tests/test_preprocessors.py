@@ -4,13 +4,17 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from autograder.notebooks import DEMO_TAG
-from autograder.worker import make_preprocessors
+from autograder.preprocessors import CapOutput, SkipDemos, StderrIsNotFailure, VerifyChecksRan
 
 
 @pytest.fixture(scope="module")
 def preprocessors():
-    stderr_ok, verify, cap, skip = make_preprocessors(lambda text: "sig")
-    return {"stderr": stderr_ok, "verify": verify, "cap": cap, "skip": skip}
+    return {
+        "stderr": StderrIsNotFailure,
+        "verify": VerifyChecksRan.signed_with(lambda text: "sig"),
+        "cap": CapOutput,
+        "skip": SkipDemos,
+    }
 
 
 def run(preprocessor_class, *cells):

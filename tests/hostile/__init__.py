@@ -33,7 +33,8 @@ MASKED_SOFTMAX_CELLS = [
     "hidden_masked_softmax_safety",
 ]
 ALL_CELLS = SEQUENCE_MASK_CELLS + MASKED_SOFTMAX_CELLS
-SETTINGS = {"cell_timeout": 8, "notebook_timeout": 75, "memory_mb": 2048}
+# CPU seconds per cell and per notebook; the wall clock is a backstop wall_factor times larger.
+SETTINGS = {"cell_timeout": 4, "notebook_timeout": 30, "wall_factor": 5, "memory_mb": 2048}
 
 
 @dataclass
@@ -101,9 +102,9 @@ def reference_answers():
     return reference()
 
 
-@case(zero_cells=SEQUENCE_MASK_CELLS)
+@case(zero_cells=SEQUENCE_MASK_CELLS, problem="a cell used more than 4 s of CPU time: interrupted")
 def infinite_loop_in_a_function():
-    """sequence_mask never returns: each of its test cells hits the per-cell timeout."""
+    """sequence_mask never returns: each of its test cells is interrupted at its CPU limit."""
     nb = reference()
     cell = _cell(nb, "sequence_mask")
     loop = "### BEGIN SOLUTION\n    while True:\n        pass"
@@ -111,18 +112,21 @@ def infinite_loop_in_a_function():
     return nb
 
 
-@case(zero_cells=MASKED_SOFTMAX_CELLS)
+@case(zero_cells=MASKED_SOFTMAX_CELLS, problem="a cell used more than 4 s of CPU time: interrupted")
 def infinite_loop_at_top_level():
     """The masked_softmax answer cell loops forever before its def: interrupted, then NameError."""
     return _prepend(reference(), "masked_softmax", "while True:\n    pass")
 
 
-@case(zero_cells=ALL_CELLS, problem="timed out")
+BURN = "import time\nend = time.process_time() + 3\nwhile time.process_time() < end:\n    pass"
+
+
+@case(zero_cells=ALL_CELLS, problem="more than 30 s of CPU time")
 def slow_notebook():
-    """Every cell is under the per-cell limit, the notebook is over the per-notebook limit."""
+    """Every cell is under the per-cell CPU limit, the notebook over the per-notebook one."""
     nb = reference()
-    for _ in range(12):  # 84 s of sleeping, 7 s per cell
-        nb.cells.insert(3, nbformat.v4.new_code_cell("import time\ntime.sleep(7)"))
+    for _ in range(11):  # 33 s of CPU time, 3 s per cell
+        nb.cells.insert(3, nbformat.v4.new_code_cell(BURN))
     return nb
 
 
@@ -323,20 +327,28 @@ def daemon_edits_later_jobs():
 
 @case()
 def startup_files_for_later_kernels():
-    """Drops an IPython start-up file and a .pth file that break torch.softmax for later kernels."""
+    """Drops an IPython start-up file and .pth files that break torch.softmax for later kernels.
+
+    Its own HOME (a private /tmp) takes the start-up file; the environment's site-packages
+    does not. Nothing reaches a later kernel: the honest student graded after it keeps
+    full marks.
+    """
     patch = "import torch; torch.softmax = lambda *a, **k: 0"
     return _append(
         reference(),
         "sequence_mask",
-        ATTACK + "import site, IPython.paths\n"
+        "import pathlib, site, IPython.paths\n"
         "startup = pathlib.Path(IPython.paths.get_ipython_dir(), 'profile_default', 'startup')\n"
-        f"_attempt('ipython start-up', lambda: (startup.mkdir(parents=True, exist_ok=True), "
-        f"(startup / '00-evil.py').write_text({patch!r})))\n"
-        f"_attempt('.pth in site-packages', lambda: pathlib.Path(site.getsitepackages()[0], "
-        f"'evil.pth').write_text({patch!r}))\n"
-        f"_attempt('.pth in the user site', lambda: (pathlib.Path(site.getusersitepackages())"
-        f".mkdir(parents=True, exist_ok=True), pathlib.Path(site.getusersitepackages(), "
-        f"'evil.pth').write_text({patch!r})))",
+        "startup.mkdir(parents=True, exist_ok=True)\n"
+        f"(startup / '00-evil.py').write_text({patch!r})\n"
+        "user_site = pathlib.Path(site.getusersitepackages())\n"
+        "user_site.mkdir(parents=True, exist_ok=True)\n"
+        f"(user_site / 'evil.pth').write_text({patch!r})\n"
+        "try:\n"
+        f"    pathlib.Path(site.getsitepackages()[0], 'evil.pth').write_text({patch!r})\n"
+        "    print('ATTACK SUCCEEDED: site-packages is writable')\n"
+        "except OSError as err:\n"
+        "    print('blocked:', err)",
     )
 
 
@@ -374,18 +386,23 @@ def copies_the_solutions():
 
 @case()
 def special_files_in_its_folder():
-    """Leaves a FIFO, symlinks to /etc/passwd and a 512 MiB file in its folder."""
+    """Leaves a FIFO, symlinks to /etc/passwd and /etc, and a big file in its own folder.
+
+    Making them is allowed (it is its folder); the grader must never open or copy them.
+    """
     return _append(
         reference(),
         "sequence_mask",
-        ATTACK + "_attempt('fifo', lambda: os.mkfifo('pipe.ipynb'))\n"
-        "_attempt('symlink', lambda: os.symlink('/etc/passwd', 'passwd.ipynb'))\n"
-        "_attempt('symlink folder', lambda: os.symlink('/etc', 'etc'))\n"
-        "def _big():\n"
+        "import os\n"
+        "os.mkfifo('pipe.ipynb')\n"
+        "os.symlink('/etc/passwd', 'passwd.ipynb')\n"
+        "os.symlink('/etc', 'etc')\n"
+        "try:\n"
         "    with open('big.ipynb', 'wb') as f:\n"
         "        for _ in range(512):\n"
         "            f.write(bytes(2**20))\n"
-        "_attempt('512 MiB file', _big)",
+        "except OSError as err:\n"
+        "    print('the file size limit held:', err)",
     )
 
 
@@ -402,8 +419,9 @@ def children_that_outlive_the_notebook():
 
 @case(zero_cells=ALL_CELLS, problem="stopped by the sandbox")
 def children_share_a_memory_bomb():
-    """Five children hold 700 MiB each: under the per-process cap, over the notebook's."""
-    hold = "x = bytearray(700 * 2**20); import time; time.sleep(120)"
+    """Five children hold 700 MiB each (written, so resident): under the per-process cap,
+    over the notebook's."""
+    hold = "x = b'\\1' * (700 * 2**20); import time; time.sleep(120)"
     return _prepend(
         reference(),
         "sequence_mask",

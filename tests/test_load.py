@@ -1,0 +1,75 @@
+"""Grades that do not depend on the machine's load.
+
+Every chapter's reference submission is graded while busy processes oversubscribe the
+cores 3:1 (two grading kernels and four spinning processes on two cores), and each must
+get full marks: the grader limits CPU time, not wall-clock time, and never fails a cell
+whose output arrives late.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+from nbgrader.api import Gradebook
+
+from autograder import notebooks as nbs
+from autograder.course import COURSE_ID, Course
+from autograder.grading import default_jobs
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+CHAPTERS = nbs.chapter_names()
+JOBS = 2
+RATIO = 3  # runnable processes per core while grading
+
+
+@pytest.fixture(scope="module")
+def graded_under_load(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("load")
+    course = Course(tmp / "course")
+    subs = tmp / "submissions"
+    subs.mkdir()
+    for chapter in CHAPTERS:
+        shutil.copy(nbs.notebook_path(chapter), subs / f"reference_{chapter}.ipynb")
+    spinners = RATIO * default_jobs() - JOBS
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(spinners)]
+    try:
+        start, load_before = time.monotonic(), os.getloadavg()[0]
+        rc = course.grade(subs, None, tmp / "grades.csv", jobs=JOBS)
+        elapsed, load_after = time.monotonic() - start, os.getloadavg()[0]
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+    print(
+        f"\n{len(CHAPTERS)} reference notebooks, {JOBS} jobs, {spinners} spinning processes on "
+        f"{default_jobs()} cores: {elapsed:.0f} s; load average {load_before:.1f} -> "
+        f"{load_after:.1f}"
+    )
+    assert rc == 0
+    return course, tmp
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_reference_keeps_full_marks_on_an_oversubscribed_machine(graded_under_load, chapter):
+    """With the cores oversubscribed 3:1, does each reference still earn every point?"""
+    course, _ = graded_under_load
+    with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
+        sub = gb.find_submission(chapter, f"reference_{chapter}")
+        lost = {
+            g.name: (g.score, g.max_score)
+            for nb in sub.notebooks
+            for g in nb.grades
+            if g.max_score and g.auto_score is not None and g.score < g.max_score
+        }
+        assert sub.max_score > 0
+        assert lost == {}, lost
+
+
+def test_no_reference_is_reported_as_a_problem(graded_under_load):
+    """Is problems.csv empty: no time-out, retry or interrupted cell for correct work?"""
+    _, tmp = graded_under_load
+    lines = (tmp / "problems.csv").read_text().splitlines()
+    assert lines == ["student_id,assignment,origin,problem"], lines

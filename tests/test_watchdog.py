@@ -1,0 +1,123 @@
+"""The sandbox's watchdog on real processes: CPU time per cell, not the wall clock."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder import sandbox
+from autograder.sandbox import Limits, SandboxKernelManager, Watchdog, tree_cpu_seconds
+
+pytestmark = pytest.mark.timeout(60)
+
+# A stand-in kernel: a Python process whose command line names ipykernel_launcher (the
+# watchdog interrupts that process); it spins on the CPU, and on SIGINT it prints
+# "interrupted" and exits, or ignores it.
+SPIN = """
+import signal, sys
+if sys.argv[2] == "ignore":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+try:
+    while True:
+        pass
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+class FakeKernel(SandboxKernelManager):
+    """Only what the watchdog reads: the tree's first process, its limits, its cell mark."""
+
+    def __init__(self, proc, limits):  # no jupyter_client set-up
+        self.proc, self.limits = proc, limits
+
+    def root_pid(self):
+        return self.proc.pid
+
+
+def spin(mode):
+    argv = [sys.executable, "-c", SPIN, "ipykernel_launcher", mode]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+
+
+def watch_until(dog, km, done, seconds=30):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not done():
+        dog.inspect(km)
+        time.sleep(0.05)
+
+
+def test_a_cell_over_its_cpu_time_is_interrupted():
+    """Does a cell that has used more than its CPU seconds get SIGINT, and is it reported?"""
+    proc = spin("obey")
+    km = FakeKernel(proc, Limits(cell_cpu_seconds=1))
+    km.start_cell()
+    dog = Watchdog()
+    watch_until(dog, km, lambda: proc.poll() is not None)
+    assert proc.stdout.read().strip() == "interrupted"
+    assert list(dog.events.values()) == ["a cell used more than 1 s of CPU time: interrupted"]
+    assert dog.killed == {}
+
+
+def test_a_cell_that_ignores_the_interrupt_is_killed(monkeypatch):
+    """Is a tree that goes on computing after the interrupt killed, with the reason kept?"""
+    monkeypatch.setattr(sandbox, "INTERRUPT_GRACE_CPU", 0.5)
+    proc = spin("ignore")
+    km = FakeKernel(proc, Limits(cell_cpu_seconds=1))
+    km.start_cell()
+    dog = Watchdog()
+    watch_until(dog, km, lambda: proc.poll() is not None)
+    assert proc.returncode == -9
+    assert "ignored the interrupt" in dog.killed[proc.pid]
+
+
+def test_sleeping_costs_no_cpu_time_and_is_left_alone():
+    """Is a process that waits (as on a busy machine) never charged for the wall-clock time?"""
+    sleep = [sys.executable, "-c", "import time; time.sleep(3)", "ipykernel_launcher"]
+    proc = subprocess.Popen(sleep)
+    km = FakeKernel(proc, Limits(cell_cpu_seconds=1))
+    km.start_cell()
+    dog = Watchdog()
+    watch_until(dog, km, lambda: proc.poll() is not None, seconds=10)
+    assert proc.returncode == 0
+    assert dog.events == {} and dog.killed == {}
+    assert tree_cpu_seconds(None, []) == 0.0
+
+
+def test_a_notebook_over_its_total_cpu_time_is_killed():
+    """Are many short cells stopped once the notebook's tree is over its CPU seconds?"""
+    proc = spin("obey")
+    km = FakeKernel(proc, Limits(cpu_seconds=1, cell_cpu_seconds=60))
+    dog = Watchdog()
+    watch_until(dog, km, lambda: proc.poll() is not None)
+    assert dog.killed[proc.pid] == "the notebook used more than 1 s of CPU time"
+
+
+def test_a_new_cell_is_not_killed_for_the_previous_cells_interrupt(monkeypatch):
+    """After an interrupted cell, does the next cell start with a clean slate?"""
+    monkeypatch.setattr(sandbox, "INTERRUPT_GRACE_CPU", 0.5)
+    proc = spin("ignore")
+    km = FakeKernel(proc, Limits(cell_cpu_seconds=1))
+    dog = Watchdog()
+    km.start_cell()
+    watch_until(dog, km, lambda: proc.pid in dog.interrupted)
+    km.start_cell()  # the next cell: its own second of CPU time before any interrupt
+    dog.inspect(km)
+    assert proc.pid not in dog.interrupted and dog.killed == {}
+    proc.kill()
+    proc.wait()
+
+
+def test_the_interrupt_goes_to_the_kernel_not_to_the_sandbox_around_it():
+    """With bwrap's command line naming ipykernel_launcher too, is the Python kernel the target?"""
+    wrapper = subprocess.Popen(
+        ["sh", "-c", f"{sys.executable} -c '{SPIN}' ipykernel_launcher obey; echo done"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    km = FakeKernel(wrapper, Limits(cell_cpu_seconds=1))
+    km.start_cell()
+    dog = Watchdog()
+    watch_until(dog, km, lambda: wrapper.poll() is not None)
+    assert wrapper.stdout.read().split() == ["interrupted", "done"]  # the shell lived on
