@@ -74,9 +74,7 @@ def setup_note(chapter: str) -> str:
     nb = nbs.read(nbs.notebook_path(chapter))
     heading = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
     title = heading.splitlines()[0].lstrip("# ").strip() if heading else chapter
-    return SETUP_NOTE.format(
-        title=title, chapter=chapter, requirement=launch.course_requirement()
-    )
+    return SETUP_NOTE.format(title=title, chapter=chapter, requirement=launch.course_requirement())
 
 
 class GradingError(RuntimeError):

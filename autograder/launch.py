@@ -134,7 +134,9 @@ def launch_urls(chapter: str, root: Path = nbs.ROOT) -> dict[str, str]:
     ui = {"classic": "tree", "jupyterlab": "lab/tree"}[buttons.get("notebook_interface", "classic")]
     urls = {}
     if buttons.get("colab_url"):
-        urls["Colab"] = f"{buttons['colab_url'].rstrip('/')}/github/{org}/{name}/blob/{branch}/{path}"
+        urls["Colab"] = (
+            f"{buttons['colab_url'].rstrip('/')}/github/{org}/{name}/blob/{branch}/{path}"
+        )
     if buttons.get("binderhub_url"):
         hub = buttons["binderhub_url"].rstrip("/")
         urls["Binder"] = f"{hub}/v2/gh/{org}/{name}/{branch}?urlpath={ui}/{path}"
@@ -142,7 +144,9 @@ def launch_urls(chapter: str, root: Path = nbs.ROOT) -> dict[str, str]:
         query = urlencode(
             {"repo": repo["url"], "urlpath": f"{ui}/{name}/{path}", "branch": branch}, safe="/"
         )
-        urls["JupyterHub"] = f"{buttons['jupyterhub_url'].rstrip('/')}/hub/user-redirect/git-pull?{query}"
+        urls["JupyterHub"] = (
+            f"{buttons['jupyterhub_url'].rstrip('/')}/hub/user-redirect/git-pull?{query}"
+        )
     return urls
 
 
@@ -227,4 +231,3 @@ def write_launchables(dest: Path, root: Path = nbs.ROOT) -> list[Path]:
         nbformat.write(nb, target)
         written.append(target)
     return written
-
