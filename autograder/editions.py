@@ -36,6 +36,12 @@ also keeps the pages free of console errors: it drops sphinx-thebe's scripts
 (Thebe is off, and its inline config is emitted twice), and gives them an
 empty icon so that browsers do not ask for a missing ``/favicon.ico``.
 
+In both editions the first code cell is the setup cell of :mod:`autograder.launch`
+(tagged ``remove-cell``: it is in the downloads, not on the pages), so that a downloaded
+notebook runs anywhere; and the extension points the reader edition's Colab, Binder and
+JupyterHub buttons at the launchable notebooks (``repository.launch_branch``) instead of
+the nbgrader sources.
+
 Files are written only when their content changes, so that Sphinx and the
 execution cache see unchanged pages as unchanged.
 """

@@ -480,3 +480,42 @@ def test_released_notebook_with_reference_answers_runs_in_a_bare_environment(bar
     assert where["solutions"].startswith(str(folder)), where
     assert not _installed(python, env)
     print(f"\n{name}, released, answered and run: {time.monotonic() - start:.1f} s")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_binder_installs_the_launch_tree_and_a_launched_chapter_runs(bare, tmp_path):
+    """Binder's build step, replayed offline: `pip install -r binder/requirements.txt` at the root
+    of the launch tree (torch at the locked version, found installed; `.`, the course, built
+    from the tree). Then a launchable chapter, its stubs answered, runs top to bottom where
+    Binder and a hub's nbgitpuller open it, its setup cell finding the course."""
+    python, repo, _ = bare
+    env = bare_env(python, ATTENTION_COURSE_PACKAGE="/nonexistent/must-not-be-installed")
+    start = time.monotonic()
+    tree = tmp_path / "launch"
+    launch.write_launchables(tree)
+    subprocess.run(
+        [python, "-m", "pip", "install", "-r", "binder/requirements.txt"],
+        cwd=tree,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    assert _installed(python, env)
+    name = "masking"
+    answers = [
+        nbs.without_markers(c.source)
+        for c in nbs.read(nbs.notebook_path(name)).cells
+        if c.cell_type == "code" and nbs.is_solution(c)
+    ]
+    nb = nbs.read(tree / f"{name}.ipynb")
+    stubs = [c for c in nb.cells if "raise NotImplementedError()" in c.source]
+    assert len(stubs) == len(answers) > 0
+    for stub, answer in zip(stubs, answers, strict=True):
+        stub.source = answer
+    done = run_notebook(python, nb, tree, env)
+    setup = next(c for c in done.cells if launch.is_setup(c))
+    assert "Installing" not in outputs(setup), outputs(setup)
+    pip(python, env, "uninstall", "-y", "attention-step-by-step")
+    print(f"\nlaunch tree installed as Binder does, {name} answered and run: "
+          f"{time.monotonic() - start:.1f} s")  # fmt: skip
