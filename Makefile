@@ -18,7 +18,7 @@ JB_FLAGS := -W --keep-going
 export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help install system book book-test test test-slow test-notebooks check unit smoke nbval lint format export check-export outputs release bench-grading bench-attention clean
+.PHONY: help install system book book-test test test-slow test-notebooks check unit smoke nbval launch-test lint format export check-export outputs release bench-grading bench-attention clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -110,6 +110,10 @@ nbval: install  ## nbval: the chapter notebooks run and reproduce their committe
 	MPLBACKEND=module://matplotlib_inline.backend_inline \
 	  $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	    -p no:cacheprovider -p no:xdist -o timeout=300 book/*.ipynb
+
+# Also part of `make test` (its slow tests run in test-slow): notebooks in a bare environment.
+launch-test: install  ## where chapters run: downloads and releases in a bare venv, the package, workflows
+	$(BIN)/pytest tests/test_launch.py
 
 # The slow tests grade with nbgrader end to end; one file per process, on the two cores.
 test-slow: install system

@@ -95,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
         help="reader: solutions behind a toggle (default); student: no solution text at all",
     )
 
+    p = sub.add_parser(
+        "launchables",
+        help="write the notebooks Colab, Binder and a hub open (stubs and self-checks) to DEST",
+    )
+    p.add_argument("dest", type=Path)
+
     args = parser.parse_args(argv)
     if args.command == "export":
         from autograder.export import export
@@ -155,5 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         from autograder.editions import stage_book
 
         stage_book(args.dest, edition=args.edition)
+        return 0
+    if args.command == "launchables":
+        from autograder.launch import write_launchables
+
+        written = write_launchables(args.dest)
+        print(f"wrote {len(written)} launchable notebooks and the course package to {args.dest}")
         return 0
     return 2

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import launch
 from autograder import notebooks as nbs
 
 COURSE_ID = "attention-step-by-step"
@@ -47,6 +48,33 @@ c.Execute.interrupt_on_timeout = True
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
 """
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+
+
+SETUP_NOTE = """\
+# {title}: how to run this chapter
+
+Open `{chapter}.ipynb` in Jupyter (JupyterLab, Notebook, VS Code) from this folder and
+run the cells from the top. The folders beside it are part of the exercise: `checks/`
+(the self-checks your answers must pass) and `solutions/` (modules of the earlier
+chapters that this one imports). Keep them next to the notebook, and submit only the
+notebook.
+
+The notebook needs Python 3.11 or later with PyTorch, matplotlib and tqdm. On a laptop:
+
+    python -m pip install torch matplotlib tqdm jupyterlab
+    jupyter lab {chapter}.ipynb
+
+In Colab, or anywhere the folders are missing, the notebook's first cell installs the
+course itself (`pip install "{requirement}"`).
+"""
+
+
+def setup_note(chapter: str) -> str:
+    """The README.md of a released chapter folder: what it holds and how to run it."""
+    nb = nbs.read(nbs.notebook_path(chapter))
+    heading = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
+    title = heading.splitlines()[0].lstrip("# ").strip() if heading else chapter
+    return SETUP_NOTE.format(title=title, chapter=chapter, requirement=launch.course_requirement())
 
 
 class GradingError(RuntimeError):
@@ -184,9 +212,14 @@ class Course:
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.source = nbs.strip_lines(cell.source, lambda s: bool(nbs.SAVE_LINE.match(s)))
+        # The setup cell: a no-op in the released folder (and under the grader), which has
+        # checks/ and solutions/ beside the notebook; it installs the course where the notebook
+        # is opened alone (uploaded to Colab, say).
+        nb.cells = launch.with_setup(nb.cells)
         nbformat.write(nb, src / notebook.name)
         shutil.copytree(nbs.ROOT / "checks", src / "checks", ignore=IGNORE)
         self._stage_solutions(chapter, src / "solutions")
+        (src / "README.md").write_text(setup_note(chapter))
         return src
 
     def _stage_solutions(self, chapter: str, dest: Path) -> None:

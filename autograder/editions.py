@@ -36,6 +36,12 @@ also keeps the pages free of console errors: it drops sphinx-thebe's scripts
 (Thebe is off, and its inline config is emitted twice), and gives them an
 empty icon so that browsers do not ask for a missing ``/favicon.ico``.
 
+In both editions the first code cell is the setup cell of :mod:`autograder.launch`
+(tagged ``remove-cell``: it is in the downloads, not on the pages), so that a downloaded
+notebook runs anywhere; and the extension points the reader edition's Colab, Binder and
+JupyterHub buttons at the launchable notebooks (``repository.launch_branch``) instead of
+the nbgrader sources.
+
 Files are written only when their content changes, so that Sphinx and the
 execution cache see unchanged pages as unchanged.
 """
@@ -52,6 +58,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from autograder import launch
 from autograder import notebooks as nbs
 
 COPIED = ["_config.yml", "_toc.yml", "references.bib"]
@@ -214,7 +221,9 @@ def stage_book(dest: Path, root: Path = nbs.ROOT, edition: str = "reader") -> No
         target = dest / path.relative_to(root)
         if path.suffix == ".ipynb":
             nb = nbs.read(path)
-            nb.cells = edition_cells(nb, edition)
+            # The setup cell (autograder.launch) comes first, so that the downloadable notebook
+            # runs anywhere; its tag remove-cell keeps it off the pages.
+            nb.cells = launch.with_setup(edition_cells(nb, edition), root)
             _write_if_changed(target, nbformat.writes(nb).encode())
         else:
             _write_if_changed(target, path.read_bytes())
@@ -288,6 +297,7 @@ def _page_context(app, pagename, templatename, context, doctree):
     context["metatags"] = context.get("metatags", "") + '\n<link rel="icon" href="data:,">'
     if not str(context.get("sourcename", "")).endswith(".ipynb"):
         return
+    _retarget_launch_buttons(app, pagename, context)
     for group in context.get("header_buttons", []):
         if group.get("label") == "download-buttons":
             url = f"{context['pathto']('_sources', 1)}/{pagename}.md"
@@ -300,6 +310,22 @@ def _page_context(app, pagename, templatename, context, doctree):
                 "label": "download-myst-button",
             }
             group["buttons"].insert(1, button)
+
+
+def _retarget_launch_buttons(app, pagename, context):
+    """Point Colab, Binder and JupyterHub at the launchable notebook, not the nbgrader source.
+
+    sphinx-book-theme links them to ``book/<chapter>.ipynb`` on ``repository.branch``: the
+    source with every solution and hidden test, which needs the course installed. The
+    launchable notebooks (``python -m autograder launchables``) are published to
+    ``repository.launch_branch`` by the publishing workflow.
+    """
+    urls = launch.launch_urls(Path(pagename).name)
+    for group in context.get("header_buttons", []):
+        if group.get("label") == "launch-buttons":
+            for button in group.get("buttons", []):
+                if button.get("text") in urls:
+                    button["url"] = urls[button["text"]]
 
 
 def _write_downloads(app, exception):

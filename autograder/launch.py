@@ -1,0 +1,233 @@
+"""Where a chapter runs: the setup cell, the launchable notebooks and the launch links.
+
+A student opens a chapter in one of five places: Colab, Binder, a course's
+JupyterHub, a download from the book, or a folder released by the instructor.
+In each, the notebook's first code cell is the **setup cell** written here. It
+does nothing where the course's modules (``checks``, ``solutions``) and what
+they need are importable, and otherwise installs the course with ``%pip``
+from the repository named in ``_config.yml`` at the book's version (the tag
+``v<version>`` of ``pyproject.toml``). The environment variable
+``ATTENTION_COURSE_PACKAGE`` (a path, a wheel or any pip requirement)
+replaces that source; the offline tests use it.
+
+``python -m autograder launchables DEST`` writes the tree that Colab, Binder
+and JupyterHub open (published by ``.github/workflows/publish.yml`` to the
+branch ``repository.launch_branch``)::
+
+    <chapter>.ipynb     stubs and self-checks: no solution, no hidden test, no output
+    checks/             the visible self-checks (not checks/hidden)
+    solutions/          the reference modules the chapters import
+    pyproject.toml, binder/, README.md, LICENSE, LICENSE-text
+
+The notebooks sit next to ``checks/`` and ``solutions/``, so a kernel started
+there (Binder, a hub that pulled the branch with nbgitpuller) imports them
+without installing anything; Colab, which opens the notebook alone, installs.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import tomllib
+from pathlib import Path
+from urllib.parse import urlencode
+
+import nbformat
+import yaml
+
+from autograder import notebooks as nbs
+
+ENV = "ATTENTION_COURSE_PACKAGE"
+SETUP_TAG = "course-setup"  # the setup cell's metadata.tags carry it (and remove-cell, for pages)
+# What a chapter imports: the course's two packages and their dependencies (pyproject.toml).
+NEEDED = ("checks", "solutions", "torch", "matplotlib", "tqdm")
+COPIED = ["pyproject.toml", "LICENSE", "LICENSE-text", "binder"]
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "hidden")
+
+
+def project(root: Path = nbs.ROOT) -> dict:
+    """``[project]`` of pyproject.toml: the distribution's name and version."""
+    with open(root / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]
+
+
+def config(root: Path = nbs.ROOT) -> dict:
+    """The book's ``_config.yml``."""
+    return yaml.safe_load((root / "_config.yml").read_text())
+
+
+def repository(root: Path = nbs.ROOT) -> dict:
+    """``repository:`` of ``_config.yml``, with the launch branch and the version tag."""
+    repo = dict(config(root).get("repository") or {})
+    repo["url"] = repo["url"].rstrip("/").removesuffix(".git")
+    repo.setdefault("branch", "main")
+    repo.setdefault("launch_branch", "notebooks")
+    repo["tag"] = f"v{project(root)['version']}"
+    return repo
+
+
+def course_requirement(root: Path = nbs.ROOT) -> str:
+    """The pip requirement of the course at the book's version, from its repository."""
+    repo = repository(root)
+    return f"{project(root)['name']} @ git+{repo['url']}@{repo['tag']}"
+
+
+def setup_source(root: Path = nbs.ROOT) -> str:
+    """The setup cell's code (see the module docstring)."""
+    needed = ", ".join(f'"{m}"' for m in NEEDED)
+    return f"""\
+# Setup: makes the course's modules (checks, solutions) importable. Where they already are
+# (a course folder, Binder, a hub, a laptop with the course installed) it does nothing;
+# elsewhere (Colab, a lone download) it installs the course with pip, once per environment.
+import importlib.util
+import os
+import site
+
+needed = ({needed})
+if not all(importlib.util.find_spec(m) for m in needed):
+    course = os.environ.get("{ENV}") or "{course_requirement(root)}"
+    print(f"Installing the course: pip install {{course}}")
+    %pip install --quiet "{{course}}"
+    site.addsitedir(site.getusersitepackages())  # where pip installs if the environment is read-only
+    importlib.invalidate_caches()
+    if importlib.util.find_spec("checks") is None:
+        raise ModuleNotFoundError("the course did not install: see pip's messages above")"""
+
+
+def setup_cell(root: Path = nbs.ROOT) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(setup_source(root))
+    cell.metadata = {"tags": ["remove-cell", SETUP_TAG]}  # the book's pages do not show it
+    cell.id = SETUP_TAG
+    return cell
+
+
+def is_setup(cell) -> bool:
+    return SETUP_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def with_setup(cells: list, root: Path = nbs.ROOT) -> list:
+    """``cells`` with the setup cell as the first code cell, after the title (replacing any
+    earlier setup cell)."""
+    rest = [c for c in cells if not is_setup(c)]
+    cell = setup_cell(root)
+    if rest and "id" not in rest[0]:  # nbformat < 4.5: no cell ids
+        del cell["id"]
+    at = 1 if rest and rest[0].cell_type == "markdown" else 0
+    return [*rest[:at], cell, *rest[at:]]
+
+
+# ---------------------------------------------------------------- launch links
+
+
+def _org_repo(url: str) -> tuple[str, str]:
+    parts = url.split("github.com/", 1)[-1].split("/")
+    return parts[0], parts[1]
+
+
+def launch_urls(chapter: str, root: Path = nbs.ROOT) -> dict[str, str]:
+    """The Colab, Binder and JupyterHub (nbgitpuller) links of a chapter's launchable notebook."""
+    cfg = config(root)
+    repo = repository(root)
+    buttons = cfg.get("launch_buttons") or {}
+    org, name = _org_repo(repo["url"])
+    branch, path = repo["launch_branch"], f"{chapter}.ipynb"
+    ui = {"classic": "tree", "jupyterlab": "lab/tree"}[buttons.get("notebook_interface", "classic")]
+    urls = {}
+    if buttons.get("colab_url"):
+        urls["Colab"] = (
+            f"{buttons['colab_url'].rstrip('/')}/github/{org}/{name}/blob/{branch}/{path}"
+        )
+    if buttons.get("binderhub_url"):
+        hub = buttons["binderhub_url"].rstrip("/")
+        urls["Binder"] = f"{hub}/v2/gh/{org}/{name}/{branch}?urlpath={ui}/{path}"
+    if buttons.get("jupyterhub_url"):
+        query = urlencode(
+            {"repo": repo["url"], "urlpath": f"{ui}/{name}/{path}", "branch": branch}, safe="/"
+        )
+        urls["JupyterHub"] = (
+            f"{buttons['jupyterhub_url'].rstrip('/')}/hub/user-redirect/git-pull?{query}"
+        )
+    return urls
+
+
+def nbgitpuller_link(hub: str, root: Path = nbs.ROOT, chapter: str | None = None) -> str:
+    """A link that pulls the launchable notebooks into a hub user's home and opens one (or all)."""
+    repo = repository(root)
+    _, name = _org_repo(repo["url"])
+    target = f"lab/tree/{name}/{chapter}.ipynb" if chapter else f"lab/tree/{name}"
+    query = urlencode(
+        {"repo": repo["url"], "urlpath": target, "branch": repo["launch_branch"]}, safe="/"
+    )
+    return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
+
+
+# ---------------------------------------------------------------- the launchable notebooks
+
+
+def launchable(nb: nbformat.NotebookNode, root: Path = nbs.ROOT) -> nbformat.NotebookNode:
+    """A chapter as Colab, Binder and a hub open it: setup, stubs, self-checks; no outputs."""
+    from autograder.editions import INTERNAL, edition_cells
+
+    nb = copy.deepcopy(nb)
+    cells = [c for c in edition_cells(nb, "student") if c.metadata.get("edition") != INTERNAL]
+    for cell in cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            # The book's page tags mean nothing here; a stub is for the student to fill in.
+            tags = [t for t in cell.metadata.get("tags", []) if t not in ("skip-execution",)]
+            cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "mystnb")}
+            if tags:
+                cell.metadata["tags"] = tags
+            else:
+                cell.metadata.pop("tags", None)
+    nb.cells = with_setup(cells, root)
+    return nb
+
+
+README = """\
+# Attention, Step by Step: the notebooks to run
+
+Generated by `python -m autograder launchables` from {url} (branch `{branch}`); do not
+edit here. Colab, Binder and a course's JupyterHub open the chapters from this branch: each
+notebook has its exercises' stubs and self-checks, and no solution or hidden test.
+
+- **Colab** or **Binder**: the launch buttons of the book's pages.
+- **A JupyterHub** with nbgitpuller: {hub_link}
+- **A laptop**: `pip install "{requirement}"`, then open a notebook with `jupyter lab`.
+
+The first cell of each notebook installs the course where it is missing. The code is under
+the MIT licence (LICENSE), the text under CC BY-SA 4.0 (LICENSE-text).
+"""
+
+
+def write_launchables(dest: Path, root: Path = nbs.ROOT) -> list[Path]:
+    """Write the launchable tree (see the module docstring) to ``dest``; return the notebooks."""
+    dest = Path(dest).resolve()
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for name in COPIED:
+        src = root / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=IGNORE)
+        elif src.exists():
+            shutil.copy(src, dest / name)
+    for package in ("checks", "solutions"):
+        shutil.copytree(root / package, dest / package, ignore=IGNORE)
+    repo = repository(root)
+    hub = (config(root).get("launch_buttons") or {}).get("jupyterhub_url", "https://HUB")
+    (dest / "README.md").write_text(
+        README.format(
+            url=repo["url"],
+            branch=repo["branch"],
+            hub_link=nbgitpuller_link(hub, root),
+            requirement=course_requirement(root),
+        )
+    )
+    written = []
+    for path in nbs.chapter_notebooks(root):
+        nb = launchable(nbs.read(path), root)
+        target = dest / path.name
+        nbformat.write(nb, target)
+        written.append(target)
+    return written
