@@ -1,5 +1,6 @@
 """Do the generated copies stay true to the notebooks: solutions/ and the book's reader edition?"""
 
+import re
 import shutil
 
 import nbformat
@@ -95,3 +96,16 @@ def test_the_slow_demos_are_tagged():
     ]:
         cells = [c for c in nbs.read(nbs.notebook_path(chapter)).cells if marker in c.source]
         assert cells and all(nbs.DEMO_TAG in c.metadata.get("tags", []) for c in cells), chapter
+
+
+def test_exercise_titles_are_not_numbered_headings():
+    """Is every exercise title a bold paragraph, so that no "2.4.1 Exercise 2.2" clash appears?"""
+    titles = 0
+    for path in nbs.chapter_notebooks():
+        for cell in nbs.read(path).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for line in cell.source.splitlines():
+                assert not re.match(r"#+\s+Exercise\b", line), f"{path.name}: {line!r}"
+                titles += bool(re.match(r"\*\*Exercise \d+\.\d+\b.*\*\*$", line))
+    assert titles >= len(nbs.chapter_notebooks()), titles
