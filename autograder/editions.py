@@ -66,6 +66,16 @@ STATIC = ["_static", "_vendor", "benchmarks/results"]  # results: recorded GPU f
 EDITIONS = ("reader", "student")
 INTERNAL = "student-reference"  # metadata.edition of the student edition's hidden cells
 KEEP = ("mystnb", "tags")  # code-cell metadata kept in the .md download
+# Shown after every stub: the outputs that follow it (the self-check's ✓ included) are the
+# reference solution's, not the stub's, which raises NotImplementedError.
+OUTPUTS_NOTE = {
+    "reader": '*The outputs below come from the reference solution (under "Show solution"), '
+    "not from this stub: the stub raises `NotImplementedError` until you fill it in, in your "
+    "copy of the notebook.*",
+    "student": "*The outputs below come from the course's reference solution, which this edition "
+    "does not show, not from this stub: the stub raises `NotImplementedError` until you fill it "
+    "in, in your copy of the notebook.*",
+}
 
 
 def stub_source(source: str) -> str:
@@ -120,6 +130,15 @@ def _stub_cell(original, cell):
     return _tagged(stub, "skip-execution")
 
 
+def _outputs_note(original, edition):
+    note = nbformat.v4.new_markdown_cell(OUTPUTS_NOTE[edition])
+    if "id" in original:
+        note.id = f"{original.id}-note"
+    else:
+        note.pop("id", None)
+    return note
+
+
 def edition_cells(nb: nbformat.NotebookNode, edition: str = "reader") -> list:
     if edition not in EDITIONS:
         raise ValueError(f"unknown edition {edition!r}; the editions are {EDITIONS}")
@@ -130,6 +149,7 @@ def edition_cells(nb: nbformat.NotebookNode, edition: str = "reader") -> list:
         cell.metadata.pop("nbgrader", None)
         if original.cell_type == "code" and nbs.is_solution(original):
             stub = _stub_cell(original, cell)
+            note = _outputs_note(original, edition)
             if student:
                 hidden = nbformat.v4.new_code_cell(reference_source(original))
                 hidden.metadata = {"tags": ["remove-cell"], "edition": INTERNAL}
@@ -137,10 +157,10 @@ def edition_cells(nb: nbformat.NotebookNode, edition: str = "reader") -> list:
                     hidden.id = original.id
                 else:
                     hidden.pop("id", None)
-                cells += [stub, hidden]
+                cells += [stub, note, hidden]
             else:
                 cell.source = nbs.without_markers(original.source)
-                cells += [stub, _tagged(cell, "hide-input")]
+                cells += [stub, note, _tagged(cell, "hide-input")]
         elif original.cell_type == "markdown" and nbs.is_solution(original):
             if student:
                 cell.source = "**Your answer:** write it in your copy of the notebook."

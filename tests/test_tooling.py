@@ -1,12 +1,13 @@
 """Do the generated copies stay true to the notebooks: solutions/ and the book's reader edition?"""
 
+import re
 import shutil
 
 import nbformat
 
 from autograder import export
 from autograder import notebooks as nbs
-from autograder.editions import stage_book
+from autograder.editions import OUTPUTS_NOTE, stage_book
 
 
 def test_committed_solutions_match_the_notebooks():
@@ -54,7 +55,25 @@ def test_reader_edition_shows_stub_then_hidden_solution(tmp_path):
         assert stubs and len(stubs) == len(solutions)
         for stub in stubs:
             assert "raise NotImplementedError()" in stub.source
+            # the ✓ outputs under a stub are the reference's: a note says so, then the solution
+            i = nb.cells.index(stub)
+            note, solution = nb.cells[i + 1], nb.cells[i + 2]
+            assert note.cell_type == "markdown" and note.source == OUTPUTS_NOTE["reader"]
+            assert "hide-input" in solution.metadata.get("tags", [])
         assert "A model answer" in text and ":class: dropdown" in text
+
+
+def test_student_edition_says_whose_outputs_follow_a_stub(tmp_path):
+    """Does every stub of the student edition say that the outputs after it are the reference's?"""
+    stage_book(tmp_path, edition="student")
+    for path in nbs.chapter_notebooks():
+        cells = nbs.read(tmp_path / "book" / path.name).cells
+        stubs = [i for i, c in enumerate(cells) if "skip-execution" in c.metadata.get("tags", [])]
+        assert stubs, path.name
+        for i in stubs:
+            assert cells[i + 1].source == OUTPUTS_NOTE["student"], (path.name, i)
+            assert "Show solution" not in cells[i + 1].source
+            assert cells[i + 2].metadata.get("edition") == "student-reference", (path.name, i)
 
 
 def test_demo_cells_come_after_every_test_cell():
@@ -77,3 +96,16 @@ def test_the_slow_demos_are_tagged():
     ]:
         cells = [c for c in nbs.read(nbs.notebook_path(chapter)).cells if marker in c.source]
         assert cells and all(nbs.DEMO_TAG in c.metadata.get("tags", []) for c in cells), chapter
+
+
+def test_exercise_titles_are_not_numbered_headings():
+    """Is every exercise title a bold paragraph, so that no "2.4.1 Exercise 2.2" clash appears?"""
+    titles = 0
+    for path in nbs.chapter_notebooks():
+        for cell in nbs.read(path).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for line in cell.source.splitlines():
+                assert not re.match(r"#+\s+Exercise\b", line), f"{path.name}: {line!r}"
+                titles += bool(re.match(r"\*\*Exercise \d+\.\d+\b.*\*\*$", line))
+    assert titles >= len(nbs.chapter_notebooks()), titles
