@@ -254,8 +254,15 @@ class Course:
         sandbox: bool = True,
     ) -> int:
         """Collect, autograde in parallel, and export ``grades.csv`` (see autograder.grading)."""
-        from autograder import grading
+        from autograder import collect, grading
 
+        output = Path(output).resolve()
+        problems = Path(problems).resolve() if problems else output.with_name("problems.csv")
+        for folder in {output.parent, problems.parent}:  # before grading, not after it
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise SystemExit(f"cannot write the results into {folder}: {err}") from err
         if sandbox:
             from autograder.sandbox import SandboxUnavailable, check_available
 
@@ -265,12 +272,14 @@ class Course:
                 raise SystemExit(f"cannot grade in a sandbox: {err}") from err
         scratch = self.root / ".grading" / "collected"
         shutil.rmtree(scratch, ignore_errors=True)
-        entries = grading.collect(Path(submissions), assignment, scratch)
+        entries = collect.collect(Path(submissions), assignment, scratch)
         if not entries:
             print(f"no submissions found in {submissions}", file=sys.stderr)
             return 1
         for sub in entries:
-            grading.prepare(sub, self.infer_chapter_of)
+            collect.prepare(sub, self.infer_chapter_of)
+        collect.resolve_chapters(entries)
+        collect.check_identities(entries)
         unknown = {s.chapter for s in entries if s.chapter} - set(nbs.chapter_names())
         if unknown:
             raise SystemExit(f"unknown chapter(s): {', '.join(sorted(unknown))}")
@@ -292,10 +301,9 @@ class Course:
         stats = grading.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))
         self.last_stats = stats
         elapsed = time.monotonic() - start
-        output = Path(output).resolve()
         self.export_grades(output)
-        problems = Path(problems) if problems else output.with_name("problems.csv")
-        grading.write_problems(problems, stats["failed"])
+        grading.add_unassigned_rows(output, entries)
+        grading.write_problems(problems, stats["failed"], entries)
         print(
             f"graded {stats['graded']}, problems {stats['problems']}, skipped {stats['skipped']} "
             f"in {elapsed:.1f} s with {settings.jobs} job(s)"
@@ -310,6 +318,12 @@ class Course:
             )
             for line in stats["changed"]:
                 print(f"  {line}", file=sys.stderr)
+        warned = [s for s in entries if s.warnings]
+        if warned:
+            print(f"{len(warned)} submission(s) with a warning; see {problems}:")
+            for sub in warned:
+                for warning in sub.warnings:
+                    print(f"  {sub.student:<24} {sub.chapter or '?':<20} {warning}")
         if stats["failed"]:
             print(
                 f"{len(stats['failed'])} submission(s) could not be graded fully; see {problems}:"
