@@ -69,6 +69,38 @@ def venv_on_path() -> None:
         nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)
 
 
+def without_password(db_url: str) -> str:
+    """``db_url`` without its password, which moves to this process's ``PGPASSWORD``.
+
+    The course folder's ``nbgrader_config.py`` (and anything else written from
+    ``Course.db_url``) never holds a secret: PostgreSQL's client library (libpq, under
+    psycopg) takes the password from ``PGPASSWORD`` or from a passfile (``~/.pgpass``, or
+    ``PGPASSFILE``; libpq ignores one that others can read). A password given in the URL
+    is moved there, with a warning: a command line is visible to every user of the machine.
+    """
+    from sqlalchemy.engine import URL, make_url
+
+    url = make_url(db_url)
+    if url.password is None:
+        return db_url
+    if os.environ.get("PGPASSWORD", url.password) != url.password:
+        raise SystemExit(
+            "the --db URL and PGPASSWORD give two different passwords; give it once, "
+            "in PGPASSWORD or ~/.pgpass"
+        )
+    os.environ["PGPASSWORD"] = url.password
+    print(
+        "warning: the gradebook's password was given in its URL, which other users can see "
+        "in the process list; set PGPASSWORD or use ~/.pgpass (mode 0600) instead. It is "
+        "used from this process's environment and written to no file.",
+        file=sys.stderr,
+    )
+    bare = URL.create(
+        url.drivername, url.username, None, url.host, url.port, url.database, url.query
+    )
+    return bare.render_as_string(hide_password=False)
+
+
 class Course:
     def __init__(
         self, root: Path = Path("_course"), *, timeout: int = 60, db_url: str | None = None
@@ -76,7 +108,9 @@ class Course:
         self.root = Path(root).resolve()
         self.timeout = timeout
         self.course_id = COURSE_ID
-        self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}"
+        self.db_url = (
+            without_password(db_url) if db_url else f"sqlite:///{self.root / 'gradebook.db'}"
+        )
 
     # ------------------------------------------------------------ nbgrader
     def _write_config(self) -> None:

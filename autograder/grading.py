@@ -590,7 +590,7 @@ def write_problems(path: Path, failed, subs=()) -> None:
     """``problems.csv``: every submission not graded fully, and every warning, with why."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["student_id", "assignment", "origin", "problem"])
         for sub, problem in failed:
@@ -610,14 +610,14 @@ def add_unassigned_rows(path: Path, subs) -> int:
     missing = [s for s in subs if not s.chapter]
     if not missing:
         return 0
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8") as f:
         reader = csv.DictReader(f)
         fields, rows = reader.fieldnames, list(reader)
     for sub in missing:
         row = dict.fromkeys(fields, "")
         row.update(student_id=sub.student, raw_score="0.0", score="0.0")
         rows.append(row)
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
