@@ -339,6 +339,10 @@ def collect(source: Path, assignment: str | None, scratch: Path) -> list[Submiss
                 found.append(sub)
                 continue
             found.append(_from_folder(sub, folder))
+        else:  # a PDF, a .py, a notebook saved as .txt: the student still gets a row
+            sub = _sub(path.stem, assignment, path, path.name)
+            sub.problem = f"not a notebook or a zip ({path.suffix or 'no extension'})"
+            found.append(sub)
     chapter_names = set(nbs.chapter_names())
     for folder in sorted(p for p in source.iterdir() if p.is_dir() and p.name not in SKIP_PARTS):
         chapter_dirs = [d for d in folder.iterdir() if d.is_dir() and d.name in chapter_names]

@@ -245,6 +245,16 @@ def test_collect_reads_an_lms_download_of_zips_and_folders(tmp_path):
     assert all(s.problem is None and not s.warnings for s in found)
 
 
+def test_a_file_that_is_no_notebook_still_gives_a_row(tmp_path):
+    """A PDF handed in instead of a notebook: a submission with a problem, not silence."""
+    _flat(tmp_path / "in", ["ada"])
+    (tmp_path / "in" / "bob.pdf").write_bytes(b"%PDF-1.4")
+    (tmp_path / "in" / ".DS_Store").write_bytes(b"junk")
+    found = {s.student: s for s in collect.collect(tmp_path / "in", CHAPTER, tmp_path / "s")}
+    assert set(found) == {"ada", "bob"}
+    assert found["bob"].problem == "not a notebook or a zip (.pdf)"
+
+
 def test_collect_reads_nbgrader_layout_and_flat_folders(tmp_path):
     """Are <student>/<chapter>/x.ipynb and a flat <student>.ipynb both collected?"""
     (tmp_path / "layout" / "ada" / CHAPTER).mkdir(parents=True)
