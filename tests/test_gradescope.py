@@ -82,10 +82,16 @@ def test_students_see_no_hidden_total():
 # ---------------------------------------------------------------- as Gradescope runs it (slow)
 
 
-def _bwrap(folder: Path, command: list[str], chdir: str, env: dict[str, str], log: Path):
-    """Run ``command`` as Gradescope would, ``folder`` at /autograder; return its exit code."""
+def _bwrap(folder: Path, command: list[str], chdir: str, env: dict[str, str], log: Path, extra=()):
+    """Run ``command`` as Gradescope would, ``folder`` at /autograder; return its exit code.
+
+    As root, as on Gradescope; a user who is not root is root in a user namespace there.
+    """
     site = Path(sysconfig.get_paths(vars={"base": str(ROOT / ".venv")})["purelib"])
     args = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
+    if os.geteuid() != 0:
+        args += ["--unshare-user", "--uid", "0", "--gid", "0"]
+    args += list(extra)
     for path in ("/usr", "/etc", "/opt"):
         args += ["--ro-bind", path, path]
     for path in ("/bin", "/sbin", "/lib", "/lib64"):
@@ -157,11 +163,11 @@ def image(tmp_path_factory):
     elapsed = time.monotonic() - start
     assert code == 0, log.read_text()[-4000:]
     print(f"\nsetup.sh: {elapsed:.0f} s")
-    return folder, course, log
+    return folder, course, log, {}  # the last: each run's log
 
 
-def _grade(image, name: str, notebook: nbformat.NotebookNode) -> dict:
-    folder, _, _ = image
+def _grade(image, name: str, notebook: nbformat.NotebookNode, extra=()) -> dict:
+    folder = image[0]
     for sub in ("submission", "results"):
         shutil.rmtree(folder / sub, ignore_errors=True)
     (folder / "submission").mkdir()
@@ -169,9 +175,10 @@ def _grade(image, name: str, notebook: nbformat.NotebookNode) -> dict:
     shutil.copy2(folder / "source" / "run_autograder", folder / "run_autograder")
     log = folder.parent / f"run-{name}.log"
     start = time.monotonic()
-    code = _bwrap(folder, ["/autograder/run_autograder"], "/autograder", BASE_ENV, log)
+    code = _bwrap(folder, ["/autograder/run_autograder"], "/autograder", BASE_ENV, log, extra)
     print(f"run_autograder ({name}): {time.monotonic() - start:.0f} s")
     assert code == 0, log.read_text()[-4000:]
+    image[3][name] = log.read_text()
     results = json.loads((folder / "results" / "results.json").read_text())
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2))
@@ -207,7 +214,7 @@ def test_a_perfect_submission_earns_every_point(image):
 @pytest.mark.timeout(600)
 def test_an_untouched_submission_earns_nothing(image):
     """The released notebook handed in as it is: 0 points, each test failed, hidden totals hidden."""
-    _, course, _ = image
+    course = image[1]
     released = nbformat.read(course.root / "release" / CHAPTER / f"{CHAPTER}.ipynb", 4)
     results = _grade(image, "untouched", released)
     _check_format(results)
@@ -216,3 +223,16 @@ def test_an_untouched_submission_earns_nothing(image):
     assert "sequence_mask is not implemented yet" in results["tests"][0]["output"]
     assert results["output"].startswith("Visible tests: 0 of 2 points.")
     assert "6 hidden tests worth 8 points" in results["output"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_container_without_namespaces_still_grades_fairly(image):
+    """Gradescope's Docker may forbid namespaces (no CAP_SYS_ADMIN): modelled by dropping every
+    capability, bubblewrap cannot nest; the bundle says so and grades without the sandbox."""
+    results = _grade(image, "no-namespaces", reference(), ["--cap-drop", "ALL"])
+    _check_format(results)
+    assert results["score"] == 10.0
+    assert "grading without a sandbox" in image[3]["no-namespaces"]
+    if os.geteuid() == 0:  # as root, the other runs had their sandbox
+        assert "grading without a sandbox" not in image[3].get("perfect", "")
