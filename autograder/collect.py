@@ -262,12 +262,15 @@ def notebooks_in(folder: Path) -> list[Path]:
     )
 
 
-def pick(notebooks: list[Path], chapter: str | None) -> tuple[Path | None, str | None, list[str]]:
+def pick(
+    notebooks: list[Path], chapter: str | None, grade_ids: dict[str, frozenset[str]] | None = None
+) -> tuple[Path | None, str | None, list[str]]:
     """Choose the notebook to grade among ``notebooks``: (path, problem, warnings).
 
     One notebook: that one. Several: the one named after the chapter (any chapter when
     ``chapter`` is unknown), else the only one carrying the chapter's graded cells, and
-    a warning naming the others; with none or several such, a problem.
+    a warning naming the others; with none or several such, a problem. ``grade_ids``
+    (chapter -> its graded cells' ids) defaults to the book's chapters.
     """
     if not notebooks:
         return None, "no notebook in the submission", []
@@ -278,7 +281,7 @@ def pick(notebooks: list[Path], chapter: str | None) -> tuple[Path | None, str |
     named = [p for p in notebooks if p.stem.casefold() in {c.casefold() for c in chapters}]
     if len(named) == 1:
         return named[0], None, [f"{len(notebooks)} notebooks ({names}): graded {named[0].name}"]
-    ids = chapter_grade_ids()
+    ids = grade_ids if grade_ids is not None else chapter_grade_ids()
     carrying = [
         p for p in named or notebooks if any(_grade_ids_of(p) & ids.get(c, set()) for c in chapters)
     ]

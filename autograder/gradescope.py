@@ -215,8 +215,14 @@ def main(root: str) -> int:
     course = _BundleCourse(work, source / "course" / "template.db")
     shutil.copyfile(source / "course" / "template.db", work / "gradebook.db")  # has the assignment
     folder = root / "submission"
+    source_nb = nbs.read(source / "course" / "source" / chapter / f"{chapter}.ipynb")
+    graded_cells = frozenset(
+        nbs.nbgrader_meta(c)["grade_id"]
+        for c in source_nb.cells
+        if nbs.nbgrader_meta(c).get("grade")
+    )
     notebook, problem, warnings = collect.pick(
-        collect.notebooks_in(folder) if folder.is_dir() else [], chapter
+        collect.notebooks_in(folder) if folder.is_dir() else [], chapter, {chapter: graded_cells}
     )
     sub = collect.Submission("submission", chapter, notebook or folder, "submission")
     if notebook is None:
@@ -234,7 +240,6 @@ def main(root: str) -> int:
     stats = grading.run(course, [sub], settings, log=lambda m: print(m, file=sys.stderr))
     problem = stats["failed"][0][1] if stats["failed"] else None
 
-    source_nb = nbs.read(source / "course" / "source" / chapter / f"{chapter}.ipynb")
     graded_path = work / "autograded" / "submission" / chapter / f"{chapter}.ipynb"
     graded = {}
     if graded_path.exists():

@@ -131,6 +131,15 @@ def test_a_zip_picks_the_only_notebook_with_graded_cells(tmp_path):
     assert "graded cells" in sub.warnings[0]
 
 
+def test_pick_takes_the_graded_cells_it_is_given(tmp_path):
+    """Gradescope's bundle has no book: does pick use the grade ids it is handed?"""
+    draft, final = _flat(tmp_path, ["draft", "final"]) / "draft.ipynb", tmp_path / "final.ipynb"
+    final.write_text(nbformat.writes(reference()))
+    ids = {CHAPTER: frozenset({"test_sequence_mask"})}
+    assert collect.pick([draft, final], CHAPTER, ids)[0] == final
+    assert collect.pick([draft, final], CHAPTER, {CHAPTER: frozenset({"nothing"})})[0] is None
+
+
 def test_a_zip_with_two_candidates_is_a_problem_not_a_guess(tmp_path):
     """Two notebooks that both (or neither) answer the chapter: is it a problem, never a pick?"""
     answer = nbformat.writes(reference())

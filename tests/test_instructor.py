@@ -345,8 +345,9 @@ def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expe
     for name in ("run_autograder", "setup.sh"):
         (root / "source" / name).chmod(0o755)
     (root / "submission").mkdir()
-    if kind == "wrong":
+    if kind == "wrong":  # renamed, next to a draft: the one with the graded cells is graded
         nbformat.write(_wrong_sequence_mask(reference()), root / "submission" / "renamed.ipynb")
+        nbformat.write(nbformat.v4.new_notebook(), root / "submission" / "Attempt1.ipynb")
     elif kind == "empty":
         (root / "submission" / f"{CHAPTER}.ipynb").write_bytes(b"")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -372,3 +373,8 @@ def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expe
         assert "run_hidden" not in test["output"]
     if kind in ("missing", "empty"):
         assert "could not be graded" in results["output"]
+    if kind == "wrong":
+        assert (
+            "Note: 2 notebooks (Attempt1.ipynb, renamed.ipynb): graded renamed.ipynb"
+            in (results["output"])
+        )
