@@ -97,6 +97,38 @@ def venv_on_path() -> None:
         nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)
 
 
+def without_password(db_url: str) -> str:
+    """``db_url`` without its password, which moves to this process's ``PGPASSWORD``.
+
+    The course folder's ``nbgrader_config.py`` (and anything else written from
+    ``Course.db_url``) never holds a secret: PostgreSQL's client library (libpq, under
+    psycopg) takes the password from ``PGPASSWORD`` or from a passfile (``~/.pgpass``, or
+    ``PGPASSFILE``; libpq ignores one that others can read). A password given in the URL
+    is moved there, with a warning: a command line is visible to every user of the machine.
+    """
+    from sqlalchemy.engine import URL, make_url
+
+    url = make_url(db_url)
+    if url.password is None:
+        return db_url
+    if os.environ.get("PGPASSWORD", url.password) != url.password:
+        raise SystemExit(
+            "the --db URL and PGPASSWORD give two different passwords; give it once, "
+            "in PGPASSWORD or ~/.pgpass"
+        )
+    os.environ["PGPASSWORD"] = url.password
+    print(
+        "warning: the gradebook's password was given in its URL, which other users can see "
+        "in the process list; set PGPASSWORD or use ~/.pgpass (mode 0600) instead. It is "
+        "used from this process's environment and written to no file.",
+        file=sys.stderr,
+    )
+    bare = URL.create(
+        url.drivername, url.username, None, url.host, url.port, url.database, url.query
+    )
+    return bare.render_as_string(hide_password=False)
+
+
 class Course:
     def __init__(
         self, root: Path = Path("_course"), *, timeout: int = 60, db_url: str | None = None
@@ -104,7 +136,9 @@ class Course:
         self.root = Path(root).resolve()
         self.timeout = timeout
         self.course_id = COURSE_ID
-        self.db_url = db_url or f"sqlite:///{self.root / 'gradebook.db'}"
+        self.db_url = (
+            without_password(db_url) if db_url else f"sqlite:///{self.root / 'gradebook.db'}"
+        )
 
     # ------------------------------------------------------------ nbgrader
     def _write_config(self) -> None:
@@ -289,8 +323,15 @@ class Course:
         run_demos: bool = False,
     ) -> int:
         """Collect, autograde in parallel, and export ``grades.csv`` (see autograder.grading)."""
-        from autograder import grading
+        from autograder import collect, grading
 
+        output = Path(output).resolve()
+        problems = Path(problems).resolve() if problems else output.with_name("problems.csv")
+        for folder in {output.parent, problems.parent}:  # before grading, not after it
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise SystemExit(f"cannot write the results into {folder}: {err}") from err
         if sandbox:
             from autograder.sandbox import SandboxUnavailable, check_available
 
@@ -300,12 +341,14 @@ class Course:
                 raise SystemExit(f"cannot grade in a sandbox: {err}") from err
         scratch = self.root / ".grading" / "collected"
         shutil.rmtree(scratch, ignore_errors=True)
-        entries = grading.collect(Path(submissions), assignment, scratch)
+        entries = collect.collect(Path(submissions), assignment, scratch)
         if not entries:
             print(f"no submissions found in {submissions}", file=sys.stderr)
             return 1
         for sub in entries:
-            grading.prepare(sub, self.infer_chapter_of)
+            collect.prepare(sub, self.infer_chapter_of)
+        collect.resolve_chapters(entries)
+        collect.check_identities(entries)
         unknown = {s.chapter for s in entries if s.chapter} - set(nbs.chapter_names())
         if unknown:
             raise SystemExit(f"unknown chapter(s): {', '.join(sorted(unknown))}")
@@ -329,10 +372,9 @@ class Course:
         stats = grading.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))
         self.last_stats = stats
         elapsed = time.monotonic() - start
-        output = Path(output).resolve()
         self.export_grades(output)
-        problems = Path(problems) if problems else output.with_name("problems.csv")
-        grading.write_problems(problems, stats["failed"])
+        grading.add_unassigned_rows(output, entries)
+        grading.write_problems(problems, stats["failed"], entries)
         print(
             f"graded {stats['graded']}, problems {stats['problems']}, skipped {stats['skipped']} "
             f"in {elapsed:.1f} s with {settings.jobs} job(s)"
@@ -347,6 +389,12 @@ class Course:
             )
             for line in stats["changed"]:
                 print(f"  {line}", file=sys.stderr)
+        warned = [s for s in entries if s.warnings]
+        if warned:
+            print(f"{len(warned)} submission(s) with a warning; see {problems}:")
+            for sub in warned:
+                for warning in sub.warnings:
+                    print(f"  {sub.student:<24} {sub.chapter or '?':<20} {warning}")
         if stats["failed"]:
             print(
                 f"{len(stats['failed'])} submission(s) could not be graded fully; see {problems}:"

@@ -2,9 +2,9 @@
 
 ``python -m autograder gradescope <chapter>`` writes ``<chapter>-gradescope.zip``:
 
-    setup.sh           installs Python and the pinned packages (Gradescope runs it once)
+    setup.sh           a venv /autograder/venv from the complete lock (Gradescope runs it once)
     run_autograder     grades /autograder/submission, writes /autograder/results/results.json
-    requirements.txt   the packages the grader needs, pinned as in requirements.lock
+    requirements.txt   requirements.lock, every pin
     autograder/        this package: the same grading code as `python -m autograder grade`
     checks/            every check, hidden ones included (Gradescope never shows the source)
     course/            the chapter's nbgrader source folder and a gradebook template
@@ -14,9 +14,13 @@ On Gradescope, one container grades one submission; its fleet is the parallelism
 ``run_autograder`` grades with the same worker as the local grader (timeouts, memory cap,
 integrity check of the checks), then reports every autograded test cell as a Gradescope
 test with ``score``, ``max_score``, ``status``, ``output`` and ``visibility``. Hidden test
-cells are reported without their code. Written answers are left to Gradescope's manual
-grading. The root folder is ``$AUTOGRADER_ROOT`` (default ``/autograder``), so that the
-project's tests can run the bundle against fake submission folders.
+cells are reported without their code, with the visibility chosen at build time
+(``after_published`` by default); the summary students see counts only the visible
+tests' points. Written answers are left to Gradescope's manual grading. Kernels run in
+bubblewrap when the container allows namespaces (``"sandbox": "auto"`` in bundle.json;
+``"required"`` refuses to grade without; ``"off"``). The root folder is
+``$AUTOGRADER_ROOT`` (default ``/autograder``). ``tests/test_gradescope.py`` runs the
+bundle as Gradescope does, in bubblewrap with a temporary folder at ``/autograder``.
 """
 
 from __future__ import annotations
@@ -32,52 +36,80 @@ from pathlib import Path
 
 SETUP = """\
 #!/usr/bin/env bash
-# Gradescope runs this once when it builds the autograder image (Ubuntu, as root).
+# Gradescope runs this once, as root, when it builds the autograder image; the bundle is
+# unpacked in /autograder/source. It installs the grader into a virtual environment,
+# /autograder/venv, from the complete requirements.lock of the book (PEP 668 forbids
+# installing into the system Python of Ubuntu 24.04 and Debian 12), with an existing
+# Python >= 3.11, installing Python 3.11 only when there is none (Ubuntu 22.04: 3.10).
 set -euo pipefail
-apt-get update
-apt-get install -y --no-install-recommends python3 python3-pip python3-venv
-python3 -m pip install --upgrade pip
-# torch from PyTorch's CPU index: PyPI's default build of torch carries CUDA (GBs).
-python3 -m pip install --extra-index-url https://download.pytorch.org/whl/cpu \\
-    -r /autograder/source/requirements.txt
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+VENV="$ROOT/venv"
+export DEBIAN_FRONTEND=noninteractive
+
+usable() {  # a Python >= 3.11 that can make a virtual environment
+    "$1" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] < (3, 11))' \\
+        >/dev/null 2>&1
+}
+find_python() {  # 3.11 first: requirements.lock is resolved for it
+    local name
+    for name in python3.11 python3.12 python3.13 python3.14 python3; do
+        if command -v "$name" >/dev/null && usable "$(command -v "$name")"; then
+            command -v "$name"
+            return 0
+        fi
+    done
+    return 1
+}
+
+if ! PYTHON="$(find_python)"; then
+    echo "setup.sh: no Python >= 3.11 with venv here; installing python3.11"
+    apt-get update
+    if ! apt-get install -y --no-install-recommends python3.11 python3.11-venv; then
+        apt-get install -y --no-install-recommends software-properties-common
+        add-apt-repository -y ppa:deadsnakes/ppa
+        apt-get update
+        apt-get install -y --no-install-recommends python3.11 python3.11-venv
+    fi
+    PYTHON="$(find_python)"
+fi
+if ! command -v bwrap >/dev/null; then  # the kernels' sandbox; grading goes on without one
+    (apt-get update && apt-get install -y --no-install-recommends bubblewrap) ||
+        echo "setup.sh: bubblewrap could not be installed; kernels will run unsandboxed"
+fi
+echo "setup.sh: $("$PYTHON" --version) at $PYTHON, into $VENV"
+
+# AUTOGRADER_VENV_OPTIONS: extra options of `python -m venv` (the project's tests pass
+# --system-site-packages to reuse an installed environment offline).
+"$PYTHON" -m venv ${AUTOGRADER_VENV_OPTIONS:-} "$VENV"
+pip=("$VENV/bin/python" -m pip install --disable-pip-version-check --no-input)
+# torch from PyTorch's CPU index: PyPI's build of torch carries CUDA (GBs). An index set in
+# pip's environment (a mirror, or the tests' local copy) is used as it is.
+if [ -z "${PIP_INDEX_URL:-}${PIP_NO_INDEX:-}" ]; then
+    pip+=(--extra-index-url https://download.pytorch.org/whl/cpu)
+fi
+"${pip[@]}" -r "$ROOT/source/requirements.txt"
+"$VENV/bin/python" -c "import nbgrader, torch; print('setup.sh: ready, torch', torch.__version__)"
 """
 
 RUN = """\
 #!/usr/bin/env bash
-# Gradescope runs this for each submission. AUTOGRADER_ROOT lets tests point it elsewhere.
+# Gradescope copies this file to /autograder/run_autograder and runs it from /autograder,
+# once per submission: so it finds the bundle at /autograder/source, never next to itself.
+# AUTOGRADER_ROOT and PYTHON let the project's tests point it elsewhere.
 set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
-HERE="$(cd "$(dirname "$0")" && pwd)"
-exec "${PYTHON:-python3}" -c 'import sys; sys.path.insert(0, sys.argv[1]); \\
-from autograder.gradescope import main; sys.exit(main(sys.argv[2]))' "$HERE" "$ROOT"
+PY="${PYTHON:-$ROOT/venv/bin/python}"
+cd "$ROOT"
+exec "$PY" -P -c 'import sys; sys.path.insert(0, sys.argv[1]); \\
+from autograder.gradescope import main; sys.exit(main(sys.argv[2]))' "$ROOT/source" "$ROOT"
 """
-
-# What the grader imports, from requirements.lock (torch pinned as everywhere else).
-NEEDED = {
-    "torch",
-    "nbgrader",
-    "nbformat",
-    "nbconvert",
-    "nbclient",
-    "jupyter-client",
-    "ipykernel",
-    "matplotlib",
-    "numpy",
-    "tqdm",
-    "psutil",
-    "pyyaml",
-    "sqlalchemy",
-    "traitlets",
-}
 
 
 def _requirements(lock: Path) -> str:
-    lines = []
-    for line in lock.read_text().splitlines():
-        name = line.split("==")[0].strip().lower()
-        if "==" in line and not line.startswith("#") and name in NEEDED:
-            lines.append(line.strip())
-    return "\n".join(lines) + "\n"
+    """The complete lock: every pin, so that the bundle runs what the book was tested with."""
+    lines = [ln.strip() for ln in lock.read_text().splitlines()]
+    pins = [ln for ln in lines if ln and not ln.startswith("#")]
+    return "# requirements.lock of Attention, Step by Step, complete\n" + "\n".join(pins) + "\n"
 
 
 def build(
@@ -111,6 +143,7 @@ def build(
                     "notebook_timeout": 600,
                     "memory_mb": 3072,
                     "hidden_visibility": hidden_visibility,
+                    "sandbox": "auto",
                 },
                 indent=2,
             )
@@ -153,9 +186,21 @@ def _cell_text(cell) -> str:
     return "".join(parts).strip()
 
 
+def _sandbox_available() -> bool:
+    """Whether kernels can run in bubblewrap here; a container may forbid namespaces."""
+    from autograder.sandbox import SandboxUnavailable, check_available
+
+    try:
+        check_available()
+        return True
+    except SandboxUnavailable as err:
+        print(f"warning: grading without a sandbox: {err}", file=sys.stderr)
+        return False
+
+
 def main(root: str) -> int:
     """Grade ``<root>/submission`` and write ``<root>/results/results.json``."""
-    from autograder import grading
+    from autograder import collect, grading
     from autograder import notebooks as nbs
 
     root = Path(root)
@@ -169,24 +214,32 @@ def main(root: str) -> int:
     shutil.copytree(source / "course" / "source", work / "source")
     course = _BundleCourse(work, source / "course" / "template.db")
     shutil.copyfile(source / "course" / "template.db", work / "gradebook.db")  # has the assignment
-    found = sorted((root / "submission").rglob("*.ipynb"))
-    named = [p for p in found if p.stem == chapter]
-    path = (named or found or [root / "submission" / f"{chapter}.ipynb"])[0]
-    sub = grading.Submission("submission", chapter, path, str(path.relative_to(root)))
-    if not path.exists():
-        sub.problem = f"no notebook in the submission (expected {chapter}.ipynb)"
+    folder = root / "submission"
+    source_nb = nbs.read(source / "course" / "source" / chapter / f"{chapter}.ipynb")
+    graded_cells = frozenset(
+        nbs.nbgrader_meta(c)["grade_id"]
+        for c in source_nb.cells
+        if nbs.nbgrader_meta(c).get("grade")
+    )
+    notebook, problem, warnings = collect.pick(
+        collect.notebooks_in(folder) if folder.is_dir() else [], chapter, {chapter: graded_cells}
+    )
+    sub = collect.Submission("submission", chapter, notebook or folder, "submission")
+    if notebook is None:
+        sub.problem = f"{problem} (expected {chapter}.ipynb)"
     else:
-        grading.prepare(sub, lambda nb: chapter)
+        collect.prepare(sub, lambda nb: chapter)
+    sandbox = config.get("sandbox", "auto")
     settings = grading.Settings(
         jobs=1,
         cell_timeout=config["cell_timeout"],
         notebook_timeout=config["notebook_timeout"],
         memory_mb=config["memory_mb"],
+        sandbox=sandbox == "required" or (sandbox == "auto" and _sandbox_available()),
     )
     stats = grading.run(course, [sub], settings, log=lambda m: print(m, file=sys.stderr))
     problem = stats["failed"][0][1] if stats["failed"] else None
 
-    source_nb = nbs.read(source / "course" / "source" / chapter / f"{chapter}.ipynb")
     graded_path = work / "autograded" / "submission" / chapter / f"{chapter}.ipynb"
     graded = {}
     if graded_path.exists():
@@ -220,21 +273,40 @@ def main(root: str) -> int:
                     "visibility": config["hidden_visibility"] if hidden else "visible",
                 }
             )
-    total = sum(t["score"] for t in tests)
-    top = sum(t["max_score"] for t in tests)
-    summary = f"Autograded {total:g} of {top:g} points."
-    if problem:
-        summary += f" The notebook could not be graded fully: {problem}"
     results = {
-        "score": total,
-        "output": summary + " Written answers are graded by hand.",
+        "score": sum(t["score"] for t in tests),
+        "output": _summary(tests, problem, warnings),
         "visibility": "visible",
         "tests": tests,
     }
     results_path.write_text(json.dumps(results, indent=2))
     shutil.rmtree(work, ignore_errors=True)
-    print(summary)
+    # stdout is for the instructor (Gradescope shows it to course staff): the whole total.
+    print(
+        f"Autograded {results['score']:g} of {sum(t['max_score'] for t in tests):g} points"
+        f"{'; ' + problem if problem else ''}"
+    )
     return 0
+
+
+def _summary(tests: list[dict], problem: str | None, warnings: list[str]) -> str:
+    """The students' summary: the visible tests' points; of hidden ones only that they exist."""
+    shown = [t for t in tests if t["visibility"] == "visible"]
+    held = [t for t in tests if t["visibility"] != "visible"]
+    lines = [
+        f"Visible tests: {sum(t['score'] for t in shown):g} of "
+        f"{sum(t['max_score'] for t in shown):g} points."
+    ]
+    if held:
+        lines.append(
+            f"{len(held)} hidden tests worth {sum(t['max_score'] for t in held):g} points are "
+            "graded too; their results are shown when grades are published."
+        )
+    if problem:
+        lines.append(f"The notebook could not be graded fully: {problem}")
+    lines += [f"Note: {w}" for w in warnings]
+    lines.append("Written answers are graded by hand.")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ adds what a large class needs and nbgrader lacks:
   in the table ``attention_graded`` of the gradebook, in the same transaction as its
   scores. A rerun skips what is recorded and unchanged, so an interrupted run goes on
   where it stopped: no submission is graded twice, none is lost;
+- **collecting** (:mod:`autograder.collect`): every submitted file becomes one submission
+  with one student id, whatever the upload's form;
 - **problems**: a submission that cannot be graded (empty, invalid JSON, timed out,
   killed kernel, ...) gets zero on every test cell and a line in ``problems.csv``
   saying why, while the rest of the batch goes on.
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import hashlib
 import json
 import os
 import queue
@@ -33,182 +34,15 @@ import subprocess
 import sys
 import threading
 import time
-import zipfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import nbformat
 
-from autograder import notebooks as nbs
+from autograder.collect import Submission, collect, prepare  # noqa: F401  (moved; re-exported)
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
-EXCHANGE_DIR = re.compile(
-    r"^(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<timestamp>[^+]+)(\+.*)?$"
-)
-SKIP_PARTS = {"__MACOSX", ".ipynb_checkpoints"}
-
-
-@dataclass
-class Submission:
-    """One notebook to grade: whose, for which chapter, from where."""
-
-    student: str
-    chapter: str | None
-    path: Path
-    origin: str
-    timestamp: str | None = None
-    problem: str | None = None
-    sha256: str = ""
-
-
-# ---------------------------------------------------------------- collecting
-
-
-def _safe_student(name: str) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9_.@-]", "_", name).strip("._") or "student"
-    return cleaned[:100]
-
-
-def _notebooks_in(folder: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in folder.rglob("*.ipynb")
-        if p.is_file() and not SKIP_PARTS & set(p.relative_to(folder).parts)
-    )
-
-
-def _pick(notebooks: list[Path], chapter: str | None) -> Path | None:
-    if not notebooks:
-        return None
-    if chapter:
-        named = [p for p in notebooks if p.stem == chapter]
-        if named:
-            return named[0]
-    return notebooks[0]
-
-
-def _extract(zip_path: Path, dest: Path) -> Path:
-    """Unpack a student's zip into ``dest``, refusing paths that leave it."""
-    dest.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(zip_path) as archive:
-        for member in archive.infolist():
-            target = (dest / member.filename).resolve()
-            if not target.is_relative_to(dest.resolve()):
-                raise ValueError(
-                    f"{zip_path.name} contains a path outside the archive: {member.filename}"
-                )
-            if member.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-            elif member.file_size <= 50 * 2**20:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(archive.read(member))
-    return dest
-
-
-def collect(source: Path, assignment: str | None, scratch: Path) -> list[Submission]:
-    """Find every submission under ``source``, in any of the forms the README lists.
-
-    - an nbgrader exchange: ``inbound/<student>+<chapter>+<timestamp>/`` (latest wins);
-    - nbgrader's layout: ``<student>/<chapter>/<notebook>.ipynb``;
-    - an LMS download: one ``<student>.zip`` or ``<student>/`` folder per student;
-    - a flat folder of ``<student>.ipynb``.
-    """
-    source = Path(source)
-    if source.is_file() and source.suffix == ".zip":
-        source = _extract(source, scratch / "download")
-    if not source.is_dir():
-        raise SystemExit(f"{source} is not a folder (or zip) of submissions")
-    inbound = next((p for p in [source / "inbound", *source.glob("*/inbound")] if p.is_dir()), None)
-    if inbound is not None:
-        return _collect_exchange(inbound, assignment)
-    found: list[Submission] = []
-    for path in sorted(source.glob("*.ipynb")):
-        found.append(Submission(_safe_student(path.stem), assignment, path, path.name))
-    for path in sorted(source.glob("*.zip")):
-        student = _safe_student(path.stem)
-        try:
-            folder = _extract(path, scratch / "zips" / student)
-        except (zipfile.BadZipFile, ValueError) as err:
-            found.append(
-                Submission(student, assignment, path, path.name, problem=f"bad zip: {err}")
-            )
-            continue
-        _add_from_folder(found, student, folder, assignment, path.name)
-    for folder in sorted(p for p in source.iterdir() if p.is_dir() and p.name not in SKIP_PARTS):
-        student = _safe_student(folder.name)
-        chapter_dirs = [d for d in folder.iterdir() if d.is_dir() and d.name in nbs.chapter_names()]
-        if chapter_dirs:  # nbgrader's submitted/<student>/<chapter>/ layout
-            for chapter_dir in sorted(chapter_dirs):
-                if assignment and chapter_dir.name != assignment:
-                    continue
-                stamp = chapter_dir / "timestamp.txt"
-                _add_from_folder(
-                    found,
-                    student,
-                    chapter_dir,
-                    chapter_dir.name,
-                    f"{folder.name}/{chapter_dir.name}",
-                    stamp.read_text().strip() if stamp.exists() else None,
-                )
-        else:
-            _add_from_folder(found, student, folder, assignment, f"{folder.name}/")
-    return found
-
-
-def _add_from_folder(found, student, folder, chapter, origin, timestamp=None) -> None:
-    notebook = _pick(_notebooks_in(folder), chapter)
-    if notebook is None:
-        found.append(
-            Submission(
-                student, chapter, folder, origin, timestamp, problem="no notebook in the submission"
-            )
-        )
-    else:
-        found.append(Submission(student, chapter, notebook, origin, timestamp))
-
-
-def _collect_exchange(inbound: Path, assignment: str | None) -> list[Submission]:
-    latest: dict[tuple[str, str], tuple[str, Path]] = {}
-    for folder in inbound.iterdir():
-        match = EXCHANGE_DIR.match(folder.name)
-        if not folder.is_dir() or not match:
-            continue
-        key = (match["student"], match["assignment"])
-        if assignment and key[1] != assignment:
-            continue
-        if key not in latest or match["timestamp"] > latest[key][0]:
-            latest[key] = (match["timestamp"], folder)
-    found: list[Submission] = []
-    for (student, chapter), (stamp, folder) in sorted(latest.items()):
-        _add_from_folder(
-            found, _safe_student(student), folder, chapter, f"inbound/{folder.name}", stamp
-        )
-    return found
-
-
-# ---------------------------------------------------------------- preparing
-
-
-def prepare(sub: Submission, infer) -> None:
-    """Read the notebook; set ``sub.problem`` if it cannot be graded, ``sub.chapter`` if unknown."""
-    if sub.problem:
-        return
-    data = sub.path.read_bytes()
-    sub.sha256 = hashlib.sha256(data).hexdigest()
-    if not data.strip():
-        sub.problem = "the notebook file is empty"
-        return
-    try:
-        nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-    except Exception as err:  # invalid JSON, not a notebook, bad encoding
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        sub.problem = f"not a readable notebook ({type(err).__name__}: {first[:200]})"
-        return
-    if sub.chapter is None:
-        sub.chapter = infer(nb)
-        if sub.chapter is None:
-            sub.problem = "cannot tell which chapter this notebook answers; pass --assignment"
 
 
 # ---------------------------------------------------------------- workers
@@ -227,7 +61,7 @@ class Worker:
         env = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "ATTENTION_GRADER_KEY_FILE")
+            if k not in ("PYTHONPATH", "ATTENTION_GRADER_KEY_FILE", "PGPASSWORD", "PGPASSFILE")
         }
         env["MPLBACKEND"] = "agg"
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -794,9 +628,39 @@ def _grade_in_parallel(
             worker.stop()
 
 
-def write_problems(path: Path, failed) -> None:
-    with open(path, "w", newline="") as f:
+def write_problems(path: Path, failed, subs=()) -> None:
+    """``problems.csv``: every submission not graded fully, and every warning, with why."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["student_id", "assignment", "origin", "problem"])
         for sub, problem in failed:
             writer.writerow([sub.student, sub.chapter or "", sub.origin, problem])
+        for sub in subs:
+            for warning in sub.warnings:
+                writer.writerow([sub.student, sub.chapter or "", sub.origin, f"warning: {warning}"])
+
+
+def add_unassigned_rows(path: Path, subs) -> int:
+    """Give ``grades.csv`` a zero row for each submission no chapter could be told for.
+
+    nbgrader's export lists (assignment, student) pairs of the gradebook; a notebook whose
+    chapter is unknown (an unreadable file in a batch of several chapters) is in none, so
+    it gets a row here, with an empty assignment. Returns how many rows were added.
+    """
+    missing = [s for s in subs if not s.chapter]
+    if not missing:
+        return 0
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames, list(reader)
+    for sub in missing:
+        row = dict.fromkeys(fields, "")
+        row.update(student_id=sub.student, raw_score="0.0", score="0.0")
+        rows.append(row)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return len(missing)

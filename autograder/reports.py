@@ -123,7 +123,8 @@ def summary(course, chapter: str | None, out_csv: Path, out_png: Path | None) ->
                     )
     rows.sort(key=lambda r: (r["mean_percent"], r["assignment"], r["exercise"]))
     out_csv = Path(out_csv)
-    with open(out_csv, "w", newline="") as f:
+    out_csv.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_csv, "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(
             f,
             fieldnames=[
@@ -159,6 +160,7 @@ def summary(course, chapter: str | None, out_csv: Path, out_png: Path | None) ->
         ax.set_xlabel("mean score (% of the points), worst first")
         ax.set_title(f"{rows[0]['submissions']} submissions" if chapter else "all chapters")
         fig.tight_layout()
+        Path(out_png).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out_png, dpi=100)
         plt.close(fig)
         print(f"wrote {out_png}")

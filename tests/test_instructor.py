@@ -1,4 +1,4 @@
-"""The instructor's commands beyond one grading run: collecting, resuming, sharding into
+"""The instructor's commands beyond one grading run: resuming, sharding into
 PostgreSQL, feedback, the class summary and the Gradescope bundle."""
 
 import json
@@ -39,61 +39,8 @@ def auto_score(db_url, student, chapter=CHAPTER):
         )
 
 
-# ---------------------------------------------------------------- collecting (fast)
-
-
-def _nb_bytes():
-    return nbformat.writes(nbformat.v4.new_notebook()).encode()
-
-
-def test_collect_reads_an_nbgrader_exchange_and_keeps_the_latest(tmp_path):
-    """From an exchange's inbound/, is each student's latest submission the one collected?"""
-    inbound = tmp_path / COURSE_ID / "inbound"
-    for stamp in ("2026-11-01 10:00:00.000000 UTC", "2026-11-02 09:00:00.000000 UTC"):
-        folder = inbound / f"ada+{CHAPTER}+{stamp}"
-        folder.mkdir(parents=True)
-        (folder / f"{CHAPTER}.ipynb").write_bytes(_nb_bytes())
-        (folder / "stamp").write_text(stamp)
-    found = grading.collect(tmp_path, None, tmp_path / "scratch")
-    assert [(s.student, s.chapter, s.timestamp) for s in found] == [
-        ("ada", CHAPTER, "2026-11-02 09:00:00.000000 UTC")
-    ]
-
-
-def test_collect_reads_an_lms_download_of_zips_and_folders(tmp_path):
-    """Are one zip per student (nested, with __MACOSX junk) and one folder per student both read?"""
-    with zipfile.ZipFile(tmp_path / "ada_1234.zip", "w") as z:
-        z.writestr("__MACOSX/._masking.ipynb", "junk")
-        z.writestr("homework/masking.ipynb", _nb_bytes())
-    (tmp_path / "grace").mkdir()
-    (tmp_path / "grace" / "my notebook.ipynb").write_bytes(_nb_bytes())
-    found = grading.collect(tmp_path, CHAPTER, tmp_path.parent / "scratch")
-    by_student = {s.student: s for s in found}
-    assert set(by_student) == {"ada_1234", "grace"}
-    assert by_student["ada_1234"].path.name == "masking.ipynb"
-    assert "__MACOSX" not in str(by_student["ada_1234"].path)
-    assert all(s.problem is None for s in found)
-
-
-def test_collect_refuses_a_zip_that_escapes_its_folder(tmp_path):
-    """Is a zip with a ../ path reported as a problem instead of being unpacked?"""
-    with zipfile.ZipFile(tmp_path / "mallory.zip", "w") as z:
-        z.writestr("../../escaped.ipynb", _nb_bytes())
-    found = grading.collect(tmp_path, CHAPTER, tmp_path.parent / "scratch")
-    assert found[0].problem and "outside the archive" in found[0].problem
-    assert not (tmp_path.parent.parent / "escaped.ipynb").exists()
-
-
-def test_collect_reads_nbgrader_layout_and_flat_folders(tmp_path):
-    """Are <student>/<chapter>/x.ipynb and a flat <student>.ipynb both collected?"""
-    (tmp_path / "layout" / "ada" / CHAPTER).mkdir(parents=True)
-    (tmp_path / "layout" / "ada" / CHAPTER / "whatever.ipynb").write_bytes(_nb_bytes())
-    (tmp_path / "flat").mkdir()
-    (tmp_path / "flat" / "grace.ipynb").write_bytes(_nb_bytes())
-    layout = grading.collect(tmp_path / "layout", None, tmp_path / "s1")
-    flat = grading.collect(tmp_path / "flat", CHAPTER, tmp_path / "s2")
-    assert [(s.student, s.chapter) for s in layout] == [("ada", CHAPTER)]
-    assert [(s.student, s.chapter) for s in flat] == [("grace", CHAPTER)]
+# ---------------------------------------------------------------- sanitizing (fast)
+# Collecting (zips, identities, rows) is tested in tests/test_collect.py.
 
 
 def test_a_duplicated_answer_cell_keeps_metadata_on_the_last_copy():
@@ -152,13 +99,13 @@ def test_summary_puts_the_most_failed_exercise_first(small_class):
     from autograder.reports import summary
 
     course, tmp = small_class
-    rows = summary(course, CHAPTER, tmp / "summary.csv", tmp / "summary.png")
+    rows = summary(course, CHAPTER, tmp / "new" / "summary.csv", tmp / "new" / "summary.png")
     worst = [r["exercise"] for r in rows if r["mean_percent"] == 50.0]
     assert sorted(worst) == sorted(SEQUENCE_MASK_CELLS)  # wrong0 fails exactly these
     assert [r["exercise"] for r in rows[: len(worst)]] == worst
     assert all(r["mean_percent"] == 100.0 for r in rows[len(worst) :])
-    assert (tmp / "summary.png").stat().st_size > 1000
-    assert (tmp / "summary.csv").read_text().startswith("assignment,exercise")
+    assert (tmp / "new" / "summary.png").stat().st_size > 1000
+    assert (tmp / "new" / "summary.csv").read_text().startswith("assignment,exercise")
 
 
 @pytest.mark.slow
@@ -242,6 +189,22 @@ def test_an_interrupted_run_resumes_without_regrading_or_losing(tmp_path):
 # ---------------------------------------------------------------- PostgreSQL (slow)
 
 
+PG_SECRET = "pw-7f3a9c-never-in-a-file"
+
+
+def test_a_gradebook_password_never_lands_in_the_course_folder(tmp_path, monkeypatch):
+    """A password in --db: is it moved to PGPASSWORD and kept out of nbgrader_config.py?"""
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    course = Course(tmp_path, db_url=f"postgresql+psycopg://grader:{PG_SECRET}@db.example/gb")
+    course._write_config()
+    config = (tmp_path / "nbgrader_config.py").read_text()
+    assert PG_SECRET not in config and PG_SECRET not in course.db_url
+    assert "postgresql+psycopg://grader@db.example/gb" in config
+    assert os.environ["PGPASSWORD"] == PG_SECRET
+    with pytest.raises(SystemExit, match="two different passwords"):
+        Course(tmp_path, db_url="postgresql+psycopg://grader:other@db.example/gb")
+
+
 def _postgres_bin() -> Path | None:
     """Debian's PostgreSQL server binaries (`make system` installs the package)."""
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
@@ -265,7 +228,16 @@ def postgres():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     subprocess.run(
-        [*runas, str(bindir / "initdb"), "-D", str(data / "db"), "-A", "trust", "-U", "postgres"],
+        [
+            *runas,
+            str(bindir / "initdb"),
+            "-D",
+            str(data / "db"),
+            "--auth-local=trust",  # the fixture's own psql, over the socket
+            "--auth-host=scram-sha-256",  # the grader, over TCP: the password is checked
+            "-U",
+            "postgres",
+        ],
         check=True,
         capture_output=True,
     )
@@ -287,19 +259,11 @@ def postgres():
     )
     try:
         subprocess.run(
-            [
-                str(bindir / "psql"),
-                "-h",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                "-U",
-                "postgres",
-                "-c",
-                "CREATE DATABASE gradebook",
-            ],
+            [str(bindir / "psql"), "-h", str(data), "-p", str(port), "-U", "postgres"],
+            input=f"CREATE DATABASE gradebook;\nALTER USER postgres PASSWORD '{PG_SECRET}';\n",
             check=True,
             capture_output=True,
+            text=True,
         )
         yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/gradebook"
     finally:
@@ -310,26 +274,53 @@ def postgres():
         shutil.rmtree(data, ignore_errors=True)
 
 
+SNOOP = """\
+import os, pathlib
+found = [os.environ.get("PGPASSWORD"), os.environ.get("PGPASSFILE")]
+for path in [pathlib.Path.home() / ".pgpass", *map(pathlib.Path, {configs!r})]:
+    try:
+        found.append(path.read_text()[:2000])
+    except Exception as err:
+        found.append(type(err).__name__)
+print("SNOOPED", found)
+"""
+
+
 @pytest.mark.slow
-def test_two_shards_grade_into_one_postgresql_gradebook(postgres, tmp_path):
-    """Do two machines' shards (--shard 1/2, 2/2) fill one PostgreSQL gradebook, each once?"""
+def test_two_shards_grade_into_one_postgresql_gradebook(postgres, tmp_path, monkeypatch):
+    """Do two machines' shards (--shard 1/2, 2/2) fill one password-protected PostgreSQL
+    gradebook, each once, with the password from PGPASSWORD only: in no file of the
+    course folders, and not where a submission's kernel looks for it?"""
+    monkeypatch.setenv("PGPASSWORD", PG_SECRET)
     _class(tmp_path / "subs", 2, 2)
+    snoop = reference()
+    configs = [str(tmp_path / f"machine{i}" / "nbgrader_config.py") for i in (1, 2)]
+    snoop.cells.append(nbformat.v4.new_code_cell(SNOOP.format(configs=configs)))
+    nbformat.write(snoop, tmp_path / "subs" / "snoop.ipynb")
+    graded = 0
     for i in (1, 2):  # two "machines": separate course folders, one database
         course = Course(tmp_path / f"machine{i}", db_url=postgres)
         assert (
             course.grade(tmp_path / "subs", CHAPTER, tmp_path / f"g{i}.csv", jobs=1, shard=f"{i}/2")
             == 0
         )
-        assert course.last_stats["graded"] == 2
+        graded += course.last_stats["graded"]
+    assert graded == 5
     ledger = grading.Ledger(postgres, COURSE_ID)
     try:
-        assert len(ledger.graded()) == 4
+        assert len(ledger.graded()) == 5
     finally:
         ledger.close()
     assert [auto_score(postgres, f"right{i}") for i in range(2)] == [10, 10]
     assert [auto_score(postgres, f"wrong{i}") for i in range(2)] == [6, 6]
+    assert auto_score(postgres, "snoop") == 10
     rows = (tmp_path / "g2.csv").read_text().splitlines()
-    assert len(rows) == 5  # the header and all four students, from the shared database
+    assert len(rows) == 6  # the header and all five students, from the shared database
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert PG_SECRET.encode() not in path.read_bytes(), path
+    (snooped,) = tmp_path.glob("machine*/autograded/snoop/masking/masking.ipynb")
+    assert "SNOOPED [None, None" in snooped.read_text()  # the cell ran, and found nothing
 
 
 # ---------------------------------------------------------------- Gradescope (slow)
@@ -338,10 +329,12 @@ def test_two_shards_grade_into_one_postgresql_gradebook(postgres, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "kind, expected_score",
-    [("reference", 10.0), ("wrong", 6.0), ("missing", 0.0), ("empty", 0.0)],
+    [("wrong", 6.0), ("missing", 0.0), ("empty", 0.0)],
 )
 def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expected_score):
-    """Does the bundle's run_autograder grade a fake /autograder/submission into Gradescope's format?"""
+    """Does run_autograder, pointed at a fake /autograder (AUTOGRADER_ROOT), grade a wrong,
+    a missing and an empty submission? (tests/test_gradescope.py runs the bundle exactly as
+    Gradescope does, for a perfect and an untouched one.)"""
     from autograder.gradescope import build
 
     course, _ = small_class
@@ -352,10 +345,9 @@ def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expe
     for name in ("run_autograder", "setup.sh"):
         (root / "source" / name).chmod(0o755)
     (root / "submission").mkdir()
-    if kind == "reference":
-        nbformat.write(reference(), root / "submission" / f"{CHAPTER}.ipynb")
-    elif kind == "wrong":
+    if kind == "wrong":  # renamed, next to a draft: the one with the graded cells is graded
         nbformat.write(_wrong_sequence_mask(reference()), root / "submission" / "renamed.ipynb")
+        nbformat.write(nbformat.v4.new_notebook(), root / "submission" / "Attempt1.ipynb")
     elif kind == "empty":
         (root / "submission" / f"{CHAPTER}.ipynb").write_bytes(b"")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -381,3 +373,8 @@ def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expe
         assert "run_hidden" not in test["output"]
     if kind in ("missing", "empty"):
         assert "could not be graded" in results["output"]
+    if kind == "wrong":
+        assert (
+            "Note: 2 notebooks (Attempt1.ipynb, renamed.ipynb): graded renamed.ipynb"
+            in (results["output"])
+        )

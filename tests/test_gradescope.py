@@ -1,0 +1,238 @@
+"""The Gradescope bundle, run exactly as Gradescope runs it.
+
+Gradescope unpacks the bundle in ``/autograder/source``, runs ``setup.sh`` there once (as
+root), then per submission copies ``run_autograder`` to ``/autograder/run_autograder`` and
+runs it from ``/autograder``; the grader reads ``/autograder/submission`` and writes
+``/autograder/results/results.json``. The harness does the same inside bubblewrap, with a
+temporary folder bound at ``/autograder``, the machine's system read-only, no network,
+and a clean environment: nothing of this repository is on the path.
+
+Offline and in CI time, ``setup.sh`` cannot download the lock's 164 packages (1.7 GB).
+So the harness does what a package cache does: the project's installed environment is
+bound read-only at the system Python's ``/usr/local/lib/python3.11/dist-packages`` and
+``setup.sh`` is told (``AUTOGRADER_VENV_OPTIONS=--system-site-packages``) to make its venv
+see it; pip's index is the machine's local package index (``pip config``, as the
+Makefile's install uses it) instead of PyPI. Everything else is ``setup.sh`` as shipped: it
+finds the system's Python >= 3.11, creates ``/autograder/venv`` and has pip resolve the
+complete lock there (every pin must be satisfied, or pip fails offline). One venv serves
+both submissions, as on Gradescope, where setup runs once per image.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import gradescope
+from autograder.course import Course
+from tests.hostile import CHAPTER, reference
+
+ROOT = Path(__file__).resolve().parent.parent
+SYSTEM_PYTHON = Path("/usr/bin/python3.11")
+SYSTEM_SITE = Path("/usr/local/lib/python3.11/dist-packages")
+RESULTS = Path(os.environ.get("GRADESCOPE_RESULTS_DIR", "/tmp")) / "gradescope-results"
+
+
+def _lock_pins() -> list[str]:
+    return [
+        ln.strip()
+        for ln in (ROOT / "requirements.lock").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
+
+
+# ---------------------------------------------------------------- the bundle's text (fast)
+
+
+def test_the_bundle_installs_the_complete_lock():
+    """Does requirements.txt carry every pin of the lock (jupyter-client included)?"""
+    pins = [ln for ln in gradescope._requirements(ROOT / "requirements.lock").splitlines()]
+    pins = [ln for ln in pins if not ln.startswith("#")]
+    assert pins == _lock_pins() and len(pins) > 100
+    assert any(p.startswith("jupyter_client==") for p in pins)
+
+
+def test_run_autograder_never_looks_next_to_itself():
+    """Gradescope runs a copy at /autograder/run_autograder: is the bundle found by name?"""
+    assert "dirname" not in gradescope.RUN and "$ROOT/source" in gradescope.RUN
+    assert "$ROOT/venv/bin/python" in gradescope.RUN
+    assert "-m venv" in gradescope.SETUP and "python3 -m pip install" not in gradescope.SETUP
+
+
+def test_students_see_no_hidden_total():
+    """Does the students' summary count only visible tests, saying hidden ones exist?"""
+    tests = [
+        {"name": "test_a", "score": 1.0, "max_score": 1.0, "visibility": "visible"},
+        {"name": "hidden_b", "score": 0.0, "max_score": 2.0, "visibility": "after_published"},
+        {"name": "hidden_c", "score": 3.0, "max_score": 3.0, "visibility": "after_published"},
+    ]
+    text = gradescope._summary(tests, None, [])
+    assert "Visible tests: 1 of 1 points." in text
+    assert "2 hidden tests worth 5 points" in text
+    assert "4" not in text and "6" not in text  # neither the total scored nor the total
+
+
+# ---------------------------------------------------------------- as Gradescope runs it (slow)
+
+
+def _bwrap(folder: Path, command: list[str], chdir: str, env: dict[str, str], log: Path, extra=()):
+    """Run ``command`` as Gradescope would, ``folder`` at /autograder; return its exit code.
+
+    As root, as on Gradescope; a user who is not root is root in a user namespace there.
+    """
+    site = Path(sysconfig.get_paths(vars={"base": str(ROOT / ".venv")})["purelib"])
+    args = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc"]
+    if os.geteuid() != 0:
+        args += ["--unshare-user", "--uid", "0", "--gid", "0"]
+    args += list(extra)
+    for path in ("/usr", "/etc", "/opt"):
+        args += ["--ro-bind", path, path]
+    for path in ("/bin", "/sbin", "/lib", "/lib64"):
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += ["--ro-bind", str(site.resolve()), str(SYSTEM_SITE)]  # the package cache
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/root"]
+    args += ["--tmpfs", "/var/tmp", "--bind", str(folder), "/autograder", "--chdir", chdir]
+    args += ["--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    with open(log, "ab") as out:
+        return subprocess.run(
+            [*args, *command], stdout=out, stderr=subprocess.STDOUT, timeout=900
+        ).returncode
+
+
+def _local_index() -> dict[str, str]:
+    """pip's local package sources, as the Makefile's install uses them (``pip config``).
+
+    The configured local indexes stand in for PyPI (the sandbox has no network): they hold
+    what the project's environment lacks, setuptools >= 77 for torch (the lock has no pin for
+    setuptools, and ensurepip gives the venv an older one).
+    """
+    out = subprocess.run(
+        [
+            str(ROOT / ".venv" / "bin" / "python"),
+            "-m",
+            "pip",
+            "config",
+            "get",
+            "global.extra-index-url",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    local = [u for u in out.stdout.split() if u.startswith("file:")]
+    return {"PIP_INDEX_URL": local[0]} if local else {"PIP_NO_INDEX": "1"}
+
+
+BASE_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME": "/root",
+    "LANG": "C.UTF-8",
+}
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    """/autograder after Gradescope's image build: the bundle unpacked, setup.sh run once."""
+    if shutil.which("bwrap") is None or not SYSTEM_PYTHON.exists() or not SYSTEM_SITE.is_dir():
+        pytest.skip("needs bubblewrap and the system's Python 3.11 (Debian 12: `make system`)")
+    tmp = tmp_path_factory.mktemp("gradescope")
+    course = Course(tmp / "course")
+    bundle = gradescope.build(course, CHAPTER, tmp / "bundle.zip")
+    folder = tmp / "autograder"
+    with zipfile.ZipFile(bundle) as z:  # Gradescope keeps the modes it was given
+        for info in z.infolist():
+            z.extract(info, folder / "source")
+            mode = info.external_attr >> 16 & 0o777
+            if mode:
+                (folder / "source" / info.filename).chmod(mode)
+    log = tmp / "setup.log"
+    env = {**BASE_ENV, "AUTOGRADER_VENV_OPTIONS": "--system-site-packages", **_local_index()}
+    start = time.monotonic()
+    code = _bwrap(folder, ["/autograder/source/setup.sh"], "/autograder/source", env, log)
+    elapsed = time.monotonic() - start
+    assert code == 0, log.read_text()[-4000:]
+    print(f"\nsetup.sh: {elapsed:.0f} s")
+    return folder, course, log, {}  # the last: each run's log
+
+
+def _grade(image, name: str, notebook: nbformat.NotebookNode, extra=()) -> dict:
+    folder = image[0]
+    for sub in ("submission", "results"):
+        shutil.rmtree(folder / sub, ignore_errors=True)
+    (folder / "submission").mkdir()
+    nbformat.write(notebook, folder / "submission" / f"{CHAPTER}.ipynb")
+    shutil.copy2(folder / "source" / "run_autograder", folder / "run_autograder")
+    log = folder.parent / f"run-{name}.log"
+    start = time.monotonic()
+    code = _bwrap(folder, ["/autograder/run_autograder"], "/autograder", BASE_ENV, log, extra)
+    print(f"run_autograder ({name}): {time.monotonic() - start:.0f} s")
+    assert code == 0, log.read_text()[-4000:]
+    image[3][name] = log.read_text()
+    results = json.loads((folder / "results" / "results.json").read_text())
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2))
+    return results
+
+
+def _check_format(results: dict) -> None:
+    assert set(results) == {"score", "output", "visibility", "tests"}
+    assert results["visibility"] == "visible"
+    for test in results["tests"]:
+        assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}
+        assert test["status"] in {"passed", "failed"}
+        assert test["visibility"] == (
+            "visible" if test["name"].startswith("test_") else "after_published"
+        )
+        assert "BEGIN HIDDEN" not in test["output"] and "run_hidden" not in test["output"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1500)
+def test_a_perfect_submission_earns_every_point(image):
+    """The reference notebook, graded as Gradescope grades: 10 of 10, every test passed."""
+    results = _grade(image, "perfect", reference())
+    _check_format(results)
+    assert results["score"] == 10.0
+    assert [t["status"] for t in results["tests"]] == ["passed"] * 8
+    assert sum(t["max_score"] for t in results["tests"]) == 10.0
+    assert results["output"].startswith("Visible tests: 2 of 2 points.")
+    assert "6 hidden tests worth 8 points" in results["output"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_an_untouched_submission_earns_nothing(image):
+    """The released notebook handed in as it is: 0 points, each test failed, hidden totals hidden."""
+    course = image[1]
+    released = nbformat.read(course.root / "release" / CHAPTER / f"{CHAPTER}.ipynb", 4)
+    results = _grade(image, "untouched", released)
+    _check_format(results)
+    assert results["score"] == 0.0
+    assert [t["status"] for t in results["tests"]] == ["failed"] * 8
+    assert "sequence_mask is not implemented yet" in results["tests"][0]["output"]
+    assert results["output"].startswith("Visible tests: 0 of 2 points.")
+    assert "6 hidden tests worth 8 points" in results["output"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_container_without_namespaces_still_grades_fairly(image):
+    """Gradescope's Docker may forbid namespaces (no CAP_SYS_ADMIN): modelled by dropping every
+    capability, bubblewrap cannot nest; the bundle says so and grades without the sandbox."""
+    results = _grade(image, "no-namespaces", reference(), ["--cap-drop", "ALL"])
+    _check_format(results)
+    assert results["score"] == 10.0
+    assert "grading without a sandbox" in image[3]["no-namespaces"]
+    if os.geteuid() == 0:  # as root, the other runs had their sandbox
+        assert "grading without a sandbox" not in image[3].get("perfect", "")
