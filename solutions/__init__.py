@@ -15,6 +15,7 @@ Modules, each with the chapter it comes from:
 - ``solutions.self_attention``: From the chapter "Self-attention and positional encoding": check_sequence, SelfAttention, positional_encoding, PositionalEncoding.
 - ``solutions.multihead``: From the chapter "Causal and multi-head attention": causal_valid_lens, check_heads, transpose_qkv, transpose_output, MultiHeadAttention.
 - ``solutions.transformer``: From the chapter "The transformer block": PositionWiseFFN, TransformerBlock.
+- ``solutions.encoder_decoder``: From the chapter "The encoder–decoder transformer": DecoderBlock.
 - ``solutions.efficient``: From the chapter "Efficient attention": valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
 """
 
@@ -30,5 +31,6 @@ SOURCES = {
     "self_attention": "self_attention",
     "multihead": "multi_head_attention",
     "transformer": "transformer_block",
+    "encoder_decoder": "encoder_decoder",
     "efficient": "efficient_attention",
 }

@@ -1,0 +1,205 @@
+"""Hidden checks for the chapter "The encoder–decoder transformer".
+
+References: ``torch.nn.TransformerDecoderLayer`` given the same weights (its slow path, with
+a causal ``tgt_mask`` and both key-padding masks), in float32 and float64 with its gradients;
+LayerNorm by its formula; an explicit loop over target prefixes; and masking properties
+(perturbing later targets, padded targets or padded encoder outputs changes nothing, while a
+valid encoder output does change the output).
+"""
+
+import torch
+
+from checks._core import CheckError, check, expect_close, expect_unchanged, random_tensor
+from checks.encoder_decoder import (
+    call,
+    describe,
+    make_decoder_block,
+    to_torch,
+    torch_output,
+)
+from checks.transformer import layer_norm
+
+
+def randomise(block, seed, device):
+    """Add noise to every parameter, so that no all-zero bias hides a mistake."""
+    with torch.no_grad():
+        for i, p in enumerate(block.parameters()):
+            p.add_(0.1 * random_tensor(*p.shape, seed=seed + 100 + i, device=device, dtype=p.dtype))
+
+
+@check("DecoderBlock.torch", hidden=True)
+def matches_torch(DecoderBlock, device):
+    """Does it match nn.TransformerDecoderLayer given the same weights, post- and pre-norm, with and without bias and padding of the source and the target?"""
+    configs = [(False, True), (True, True), (False, False), (True, False)]
+    for seed, (norm_first, bias) in enumerate(configs):
+        block = make_decoder_block(
+            DecoderBlock, norm_first, seed=seed, device=device, bias=bias, d=12, num_heads=3
+        )
+        randomise(block, seed, device)
+        layer = to_torch(block, 3)
+        X = random_tensor(3, 5, 12, seed=seed, device=device)
+        enc = random_tensor(3, 7, 12, seed=seed + 50, device=device)
+        cases = [
+            (None, None),
+            (torch.tensor([7, 3, 1], device=device), None),
+            (None, torch.tensor([5, 2, 1], device=device)),
+            (torch.tensor([2, 7, 5], device=device), torch.tensor([3, 5, 4], device=device)),
+        ]
+        for enc_lens, tgt_lens in cases:
+            expect_close(
+                call(block, X, enc, enc_lens, tgt_lens),
+                torch_output(layer, X, enc, enc_lens, tgt_lens).detach(),
+                "the output against nn.TransformerDecoderLayer "
+                f"({describe(norm_first, bias, enc_lens, tgt_lens)})",
+                labels=("batch", "position"),
+            )
+
+
+@check("DecoderBlock.masks", hidden=True)
+def masks(DecoderBlock, device):
+    """Is each output position t the output of the prefix 0..t (a loop), unchanged by padded targets and padded encoder outputs, and changed by a valid encoder output?"""
+    B, T, S, d = 3, 5, 6, 8
+    X = random_tensor(B, T, d, seed=20, device=device)
+    enc = random_tensor(B, S, d, seed=21, device=device)
+    enc_lens = torch.tensor([6, 1, 4], device=device)
+    tgt_lens = torch.tensor([5, 2, 3], device=device)
+    tgt_valid = torch.arange(T, device=device) < tgt_lens[:, None]  # (B, T)
+    for norm_first in (False, True):
+        name = "pre-norm" if norm_first else "post-norm"
+        block = make_decoder_block(DecoderBlock, norm_first, seed=20, device=device)
+        randomise(block, 20, device)
+        out = call(block, X, enc, enc_lens).detach()
+        for t in range(T):  # the loop over prefixes: position t sees targets 0..t only
+            prefix = call(block, X[:, : t + 1], enc, enc_lens).detach()
+            expect_close(
+                out[:, t],
+                prefix[:, t],
+                f"{name}: the output at target position {t} against the block run on the "
+                f"prefix X[:, :{t + 1}] (later target positions must be masked)",
+                labels=("batch",),
+            )
+        noise = random_tensor(B, T, d, seed=22, device=device, scale=5.0)
+        out = call(block, X, enc, enc_lens, tgt_lens).detach()
+        changed = call(block, torch.where(tgt_valid[..., None], X, noise), enc, enc_lens, tgt_lens)
+        expect_close(
+            torch.where(tgt_valid[..., None], changed.detach(), 0.0),
+            torch.where(tgt_valid[..., None], out, 0.0),
+            f"{name}: outputs at valid target positions after changing the padded targets "
+            f"(tgt_valid_lens={tgt_lens.tolist()})",
+            labels=("batch", "position"),
+        )
+        enc_valid = torch.arange(S, device=device) < enc_lens[:, None]  # (B, S)
+        enc_noise = random_tensor(B, S, d, seed=23, device=device, scale=5.0)
+        expect_close(
+            call(block, X, torch.where(enc_valid[..., None], enc, enc_noise), enc_lens, tgt_lens),
+            out,
+            f"{name}: the output after changing encoder outputs beyond "
+            f"enc_valid_lens={enc_lens.tolist()}",
+            labels=("batch", "position"),
+        )
+        enc_changed = enc.clone()
+        enc_changed[:, 0] += 3.0  # a valid source position of every sequence
+        moved = call(block, X, enc_changed, enc_lens, tgt_lens).detach()
+        for b in range(B):
+            if not bool(((moved[b] - out[b]).abs() > 1e-4).any()):
+                raise CheckError(
+                    f"{name}: changing the encoder output at source position 0 of sequence {b} "
+                    "did not change its output: the cross-attention must read the encoder "
+                    "outputs as keys and values"
+                )
+
+
+@check("DecoderBlock.dropout", hidden=True)
+def dropout_on_the_sublayers(DecoderBlock, device):
+    """With dropout=1 in training, is post-norm LN₃(LN₂(LN₁(X))) and pre-norm X, and is eval mode untouched?"""
+    X = random_tensor(2, 4, 8, seed=30, device=device, scale=2.0)
+    enc = random_tensor(2, 5, 8, seed=31, device=device)
+    enc_lens = torch.tensor([5, 3], device=device)
+    for norm_first in (False, True):
+        block = make_decoder_block(DecoderBlock, norm_first, seed=30, device=device, dropout=1.0)
+        name = "pre-norm" if norm_first else "post-norm"
+        layer = to_torch(block, 2)
+        expect_close(
+            call(block.eval(), X, enc, enc_lens),
+            torch_output(layer, X, enc, enc_lens).detach(),
+            f"the {name} output in eval mode with dropout=1 (dropout must be off)",
+            labels=("batch", "position"),
+        )
+        train_out = call(block.train(), X, enc, enc_lens)
+        block.eval()
+        expected = X
+        if not norm_first:
+            expected = layer_norm(layer_norm(layer_norm(X, block.norm1), block.norm2), block.norm3)
+        expect_close(
+            train_out,
+            expected,
+            f"the {name} output in train mode with dropout=1 (each sublayer's output dropped, "
+            f"expected {'X' if norm_first else 'LN₃(LN₂(LN₁(X)))'})",
+            labels=("batch", "position"),
+        )
+
+
+@check("DecoderBlock.dtypes", hidden=True)
+def float64_and_gradients(DecoderBlock, device):
+    """In float64, does it match nn.TransformerDecoderLayer to 1e-10, with the same gradients for X, enc_outputs and the weights, leaving its inputs unchanged?"""
+    for seed, norm_first in enumerate((False, True), start=40):
+        name = "pre-norm" if norm_first else "post-norm"
+        block = make_decoder_block(DecoderBlock, norm_first, seed=seed, device=device).double()
+        randomise(block, seed, device)
+        layer = to_torch(block, 2)
+        X = random_tensor(2, 4, 8, seed=seed, device=device, dtype=torch.float64)
+        enc = random_tensor(2, 5, 8, seed=seed + 1, device=device, dtype=torch.float64)
+        enc_lens, tgt_lens = (
+            torch.tensor([5, 2], device=device),
+            torch.tensor([4, 3], device=device),
+        )
+        R = random_tensor(2, 4, 8, seed=seed + 2, device=device, dtype=torch.float64)
+        inputs = {"X": X, "enc_outputs": enc, "enc_valid_lens": enc_lens}
+        inputs["tgt_valid_lens"] = tgt_lens
+        saved = {k: v.clone() for k, v in inputs.items()}
+        call(block, X, enc, enc_lens, tgt_lens)
+        for key, before in saved.items():
+            expect_unchanged(before, inputs[key], f"{key} ({name}, float64)")
+        X_ours, enc_ours = X.clone().requires_grad_(), enc.clone().requires_grad_()
+        out = call(block, X_ours, enc_ours, enc_lens, tgt_lens)
+        X_ref, enc_ref = X.clone().requires_grad_(), enc.clone().requires_grad_()
+        expected = torch_output(layer, X_ref, enc_ref, enc_lens, tgt_lens)
+        what = f"float64, {describe(norm_first, True, enc_lens, tgt_lens)}"
+        expect_close(
+            out,
+            expected.detach(),
+            f"the output against nn.TransformerDecoderLayer ({what})",
+            atol=1e-10,
+            rtol=1e-8,
+            labels=("batch", "position"),
+        )
+        (out * R).sum().backward()
+        (expected * R).sum().backward()
+        for ours, ref, what_grad in ((X_ours, X_ref, "X"), (enc_ours, enc_ref, "enc_outputs")):
+            if ours.grad is None:
+                raise CheckError(f"{name}: no gradient reached {what_grad}")
+            expect_close(
+                ours.grad,
+                ref.grad,
+                f"{name}: the gradient of {what_grad} against nn.TransformerDecoderLayer's",
+                atol=1e-9,
+                rtol=1e-7,
+                labels=("batch", "position"),
+            )
+        for ours, ref, what_grad in (
+            (
+                block.cross_attention.W_o.weight,
+                layer.multihead_attn.out_proj.weight,
+                "the cross-attention's W_o",
+            ),
+            (block.ffn.dense1.weight, layer.linear1.weight, "the FFN's dense1"),
+        ):
+            if ours.grad is None:
+                raise CheckError(f"{name}: no gradient reached {what_grad}")
+            expect_close(
+                ours.grad,
+                ref.grad,
+                f"{name}: the gradient of {what_grad} against nn.TransformerDecoderLayer's",
+                atol=1e-9,
+                rtol=1e-7,
+            )
