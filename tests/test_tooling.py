@@ -93,6 +93,7 @@ def test_the_slow_demos_are_tagged():
         ("additive_attention", "optimizer.step()"),
         ("transformer_block", "optimizer.step()"),
         ("multi_head_attention", "optimizer.step()"),
+        ("encoder_decoder", "optimizer.step()"),
     ]:
         cells = [c for c in nbs.read(nbs.notebook_path(chapter)).cells if marker in c.source]
         assert cells and all(nbs.DEMO_TAG in c.metadata.get("tags", []) for c in cells), chapter

@@ -1,4 +1,4 @@
-"""Wrong answers to Exercise 9.1 (valid_lens_to_mask)."""
+"""Wrong answers to Exercise 10.1 (valid_lens_to_mask)."""
 
 import torch
 
