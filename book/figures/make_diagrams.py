@@ -40,8 +40,13 @@ _FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 FONT_FILES = {"normal": _FONTS / "DejaVuSans.ttf", "bold": _FONTS / "DejaVuSans-Bold.ttf"}
 
 
+# Every text is drawn at least this large (in points), so that a diagram scaled down to a
+# phone's width (390 px) stays readable.
+MIN_SIZE = 9.5
+
+
 def font(size, weight="normal"):
-    return FontProperties(fname=FONT_FILES[weight], size=size)
+    return FontProperties(fname=FONT_FILES[weight], size=max(size, MIN_SIZE))
 
 
 RC = {
