@@ -481,15 +481,16 @@ def test_launch_buttons(reader, student):
 # ---------------------------------------------------------------- at a phone's width
 
 # Every element of the article that reaches past the right edge of the box that clips it (the
-# nearest ancestor whose overflow-x is not visible, else the window) and cannot be scrolled
-# into view there. Elements inside a box that scrolls sideways are fine if that box is itself
-# on the page.
+# nearest ancestor whose overflow-x is not visible, else the window). Inside a box that scrolls
+# sideways an element can be scrolled into view; that box is itself checked like any other.
 CLIPPED_JS = """() => {
   const width = document.documentElement.clientWidth;
   const clipped = [];
   for (const e of document.querySelectorAll('article.bd-article *')) {
     const r = e.getBoundingClientRect();
     if (r.width === 0 || r.height === 0) continue;
+    // MathJax's copy for screen readers is clipped away on purpose: not seen, not cut off.
+    if (e.closest('mjx-assistive-mml') || getComputedStyle(e).visibility === 'hidden') continue;
     let a = e.parentElement, box = null, scrolls = false;
     while (a && a !== document.documentElement) {
       const overflow = getComputedStyle(a).overflowX;
@@ -501,7 +502,7 @@ CLIPPED_JS = """() => {
       a = a.parentElement;
     }
     if (scrolls) continue;  // reachable by scrolling its box (itself checked as an element)
-    const limit = box ? Math.min(box.right, width) : width;
+    const limit = box ? box.right : width;  // a clipping box is itself checked against its own
     if (r.right > limit + 1) {
       const cls = typeof e.className === 'string' && e.className.trim()
         ? '.' + e.className.trim().split(/ +/).join('.') : '';
