@@ -532,7 +532,7 @@ def multi_head_attention():
     fig, ax = canvas(5.6, 4.5)
     T, h, c = 4, 3, 0.16
     dh = 2  # cells per head
-    ax_ = 2.6  # the arrows' x
+    ax_ = 2.2  # the arrows' x
     label(ax, 0.35, 4.35, "X: (B, T, d)", size=11, ha="left")
     for b in range(2):
         x0 = 0.35 + b * 1.35
@@ -540,7 +540,7 @@ def multi_head_attention():
         label(ax, x0 + h * dh * c / 2, 4.1 - T * c - 0.14, f"example {b}", size=9)
     label(ax, 3.1, 3.8, "d features in h groups\nof d/h, one per head", size=9, ha="left")
     arrow(ax, (ax_, 3.25), (ax_, 2.95))
-    label(ax, ax_ + 0.12, 3.1, "reshape (B, T, h, d/h), permute (B, h, T, d/h)", size=9, ha="left")
+    label(ax, ax_ + 0.12, 3.1, "reshape, permute: (B, h, T, d/h)", size=9, ha="left")
     label(
         ax, 0.35, 2.78, "reshape: (B·h, T, d/h), the heads become batch entries", size=10, ha="left"
     )
@@ -552,7 +552,7 @@ def multi_head_attention():
     arrow(ax, (ax_, 1.72), (ax_, 1.45))
     box(ax, ax_, 1.25, 3.8, 0.36, "one batched attention: softmax(QKᵀ/√(d/h)) V", OP, size=9.5)
     arrow(ax, (ax_, 1.07), (ax_, 0.8))
-    label(ax, ax_ + 0.12, 0.93, "transpose_output: heads side by side again", size=9, ha="left")
+    label(ax, ax_ + 0.12, 0.93, "transpose_output: heads side by side", size=9, ha="left")
     for b in range(2):
         x0 = 0.35 + b * 1.35
         grid(ax, x0, 0.72, T, h * dh, c, fc=lambda i, j: HEADS[j // dh])
