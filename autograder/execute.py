@@ -17,6 +17,10 @@ from nbval.plugin import coalesce_streams
 from autograder import notebooks as nbs
 
 KEEP_CELL_METADATA = ("tags", "nbgrader", "mystnb")  # mystnb: alt text and figure captions
+# Figures at twice the pixel density, with their display size in the output's metadata (which
+# the book writes as the image's width and height): sharp on high-DPI screens and phones,
+# the same size on the page. nbval compares no image data, so it needs no such setting.
+KERNEL_ARGUMENTS = ["--InlineBackend.figure_formats=retina"]
 NOTEBOOK_METADATA = {
     "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
     "language_info": {"name": "python"},
@@ -48,6 +52,7 @@ def execute(paths: list[Path] | None = None, timeout: int = 600) -> None:
             timeout=timeout,
             kernel_name="python3",
             record_timing=False,
+            extra_arguments=KERNEL_ARGUMENTS,
             resources={"metadata": {"path": str(path.parent)}},
         ).execute()
         normalize(nb)

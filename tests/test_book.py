@@ -38,6 +38,8 @@ READER = ROOT / "_build" / "html"
 STUDENT = ROOT / "_build" / "student" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}  # a current phone's width in CSS pixels
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -356,9 +358,9 @@ def browser():
 class Visit:
     """A page opened in a fresh context, with every request, failure and console error."""
 
-    def __init__(self, browser, server, path):
+    def __init__(self, browser, server, path, viewport=DESKTOP):
         self.server, self.requests, self.failures, self.errors = server, [], [], []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = browser.new_context(viewport=viewport)
         self.page = page = self.context.new_page()
         page.on("request", lambda r: self.requests.append(r.url))
         page.on("requestfailed", lambda r: self.failures.append(f"{r.url} ({r.failure})"))
@@ -387,8 +389,8 @@ class Visit:
 def visit(browser, server):
     visits = []
 
-    def open_(path):
-        visits.append(Visit(browser, server, path))
+    def open_(path, **kwargs):
+        visits.append(Visit(browser, server, path, **kwargs))
         return visits[-1]
 
     yield open_
@@ -396,16 +398,23 @@ def visit(browser, server):
         v.close()
 
 
+def _typeset(page) -> bool:
+    """Wait for MathJax to typeset the page's math, if it has any (typeset math changes widths)."""
+    if not page.locator(".math").count():
+        return False
+    page.wait_for_function(
+        "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15000
+    )
+    page.evaluate("() => MathJax.startup.promise")
+    return True
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_page_in_chromium(name, visit):
     """Does the page load offline with no errors, typeset its math and load every figure?"""
     v = visit(f"{name}.html")
     page = v.page
-    if page.locator(".math").count():
-        page.wait_for_function(
-            "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15000
-        )
-        page.evaluate("() => MathJax.startup.promise")
+    if _typeset(page):
         untypeset = page.evaluate(
             "() => [...document.querySelectorAll('.math')]"
             ".filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 60))"
@@ -467,3 +476,112 @@ def test_launch_buttons(reader, student):
             )
         student_links = _parse(student / f"{name}.html").links
         assert not any("mybinder.org" in link or "colab." in link for link in student_links)
+
+
+# ---------------------------------------------------------------- at a phone's width
+
+# Every element of the article that reaches past the right edge of the box that clips it (the
+# nearest ancestor whose overflow-x is not visible, else the window). Inside a box that scrolls
+# sideways an element can be scrolled into view; that box is itself checked like any other.
+CLIPPED_JS = """() => {
+  const width = document.documentElement.clientWidth;
+  const clipped = [];
+  for (const e of document.querySelectorAll('article.bd-article *')) {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    // MathJax's copy for screen readers is clipped away on purpose: not seen, not cut off.
+    if (e.closest('mjx-assistive-mml') || getComputedStyle(e).visibility === 'hidden') continue;
+    let a = e.parentElement, box = null, scrolls = false;
+    while (a && a !== document.documentElement) {
+      const overflow = getComputedStyle(a).overflowX;
+      if (overflow !== 'visible') {
+        box = a.getBoundingClientRect();
+        scrolls = overflow === 'auto' || overflow === 'scroll';
+        break;
+      }
+      a = a.parentElement;
+    }
+    if (scrolls) continue;  // reachable by scrolling its box (itself checked as an element)
+    const limit = box ? box.right : width;  // a clipping box is itself checked against its own
+    if (r.right > limit + 1) {
+      const cls = typeof e.className === 'string' && e.className.trim()
+        ? '.' + e.className.trim().split(/ +/).join('.') : '';
+      const text = (e.innerText || '').slice(0, 40).replace(/\\n/g, ' ');
+      clipped.push(`${e.tagName.toLowerCase()}${cls} "${text}": right edge ${Math.round(r.right)} > ${Math.round(limit)}`);
+    }
+  }
+  return {scrollWidth: document.documentElement.scrollWidth, width, clipped};
+}"""
+
+# Every visible image of the article: its box, its natural size, the width of the box it sits
+# in, and the width the page means it to have (the width a high-DPI figure carries in its
+# attributes or inline style; else its natural width).
+IMAGES_JS = """() => [...document.querySelectorAll('article.bd-article img')]
+  .filter(i => i.getBoundingClientRect().width > 0)
+  .map(i => {
+    const r = i.getBoundingClientRect();
+    let p = i.parentElement;
+    while (getComputedStyle(p).display.startsWith('inline')) p = p.parentElement;
+    const s = getComputedStyle(p);
+    const column = p.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight);
+    const intended = parseFloat(i.style.width) || parseFloat(i.getAttribute('width')) || i.naturalWidth;
+    return {src: i.getAttribute('src'), width: r.width, height: r.height, left: r.left,
+            right: r.right, naturalWidth: i.naturalWidth, naturalHeight: i.naturalHeight,
+            intended, column};
+  })"""
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_nothing_is_cut_off_at_phone_width(name, visit):
+    """At 390 px, does the page never scroll sideways, and can every table, code block and
+    output be read in full (scrolling inside its own box if it is wide)?"""
+    v = visit(f"{name}.html", viewport=PHONE)
+    _typeset(v.page)
+    result = v.page.evaluate(CLIPPED_JS)
+    assert result["width"] <= PHONE["width"], result["width"]
+    assert result["scrollWidth"] <= result["width"], (
+        f"the page is {result['scrollWidth']} px wide at a width of {result['width']} px"
+    )
+    assert not result["clipped"], "cut off at 390 px:\n" + "\n".join(result["clipped"][:15])
+    if name in SCREENSHOT_PAGES or name == "book/multi_head_attention":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        v.page.screenshot(path=str(SCREENSHOTS / f"{Path(name).name}-phone.png"), full_page=True)
+
+
+def test_wide_tables_scroll_at_phone_width(visit):
+    """Is the last column of the widest table (Ch. 7's mask conventions, "True means")
+    reachable at 390 px by scrolling the table's own box?"""
+    v = visit("book/multi_head_attention.html", viewport=PHONE)
+    _typeset(v.page)
+    header = v.page.locator("article.bd-article th", has_text="means").first
+    box = header.evaluate_handle("e => e.closest('.pst-scrollable-table-container')")
+    header.scroll_into_view_if_needed()
+    r = header.bounding_box()
+    assert r is not None and r["x"] >= 0 and r["x"] + r["width"] <= PHONE["width"] + 1, r
+    overflow = box.evaluate("b => b && getComputedStyle(b).overflowX")
+    assert overflow in ("auto", "scroll"), f"the table's box does not scroll sideways: {overflow}"
+
+
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_figures_fit_and_keep_their_proportions(viewport, visit):
+    """On a phone and on a desktop, is every figure of every chapter inside the column, in
+    proportion, no larger than the page means it to be and no smaller than it must be?"""
+    checked, bad = 0, []
+    for name in CHAPTERS:
+        v = visit(f"{name}.html", viewport=viewport)
+        for i in v.page.evaluate(IMAGES_JS):
+            checked += 1
+            where = f"{name}: {i['src']}"
+            ratio, natural = i["height"] / i["width"], i["naturalHeight"] / i["naturalWidth"]
+            if abs(ratio - natural) > 0.02 * natural:
+                bad.append(f"{where} drawn {i['width']:.0f}x{i['height']:.0f}, out of proportion")
+            if i["left"] < -1 or i["right"] > viewport["width"] + 1:
+                bad.append(f"{where} spans {i['left']:.0f}..{i['right']:.0f}, off the page")
+            if i["width"] > i["intended"] + 1:
+                bad.append(f"{where} drawn {i['width']:.0f} px wide, meant {i['intended']:.0f}")
+            if i["width"] < min(i["intended"], i["column"]) - 2:
+                bad.append(
+                    f"{where} drawn {i['width']:.0f} px wide in a {i['column']:.0f} px column"
+                )
+    assert checked > 20, f"only {checked} figures found"
+    assert not bad, "\n".join(bad)

@@ -1,0 +1,814 @@
+"""Draw the book's concept diagrams, one SVG per chapter's core computation.
+
+Run from the repository root::
+
+    python book/figures/make_diagrams.py          # rewrite every SVG in book/figures/
+    python book/figures/make_diagrams.py --check  # exit 1 if a committed SVG differs
+
+The output is deterministic: the same matplotlib (pinned in requirements.lock) writes the same
+bytes. Text is drawn as paths (``svg.fonttype: path``) with matplotlib's own DejaVu fonts, so a
+browser shows it the same everywhere without any font; the element ids come from a fixed
+``svg.hashsalt``; the date is left out of the metadata. ``tests/test_figures.py`` regenerates the
+files and compares them with the committed ones.
+
+Each diagram is a function registered with ``@diagram(name, title, alt)``: it writes
+``book/figures/<name>.svg``. The chapter shows it with a MyST figure whose ``:alt:`` is the
+``alt`` given here, word for word (the test checks that too), and the SVG carries it as its
+``<desc>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
+
+HERE = Path(__file__).resolve().parent
+
+# Every text names its font file: matplotlib's own DejaVu Sans, the same bytes wherever the
+# pinned matplotlib is installed. (By family name, a system copy of another version could win.)
+# No pyplot, so importing this module changes no backend or global state.
+_FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+FONT_FILES = {"normal": _FONTS / "DejaVuSans.ttf", "bold": _FONTS / "DejaVuSans-Bold.ttf"}
+
+
+# Every text is drawn at least this large (in points), so that a diagram scaled down to a
+# phone's width (390 px) stays readable.
+MIN_SIZE = 9.5
+
+
+def font(size, weight="normal"):
+    return FontProperties(fname=FONT_FILES[weight], size=max(size, MIN_SIZE))
+
+
+RC = {
+    "svg.fonttype": "path",
+    "svg.hashsalt": "attention-step-by-step",
+    "svg.image_inline": True,
+    "text.parse_math": False,
+    "path.simplify": False,
+}
+
+# Colours: one per role, used the same way in every diagram.
+QUERY = "#cfe3f7"  # blue: queries
+KEY = "#fde2c4"  # orange: keys
+VALUE = "#d8efd3"  # green: values
+WEIGHT = "#f6c9c9"  # red: scores and weights
+OP = "#eeeeee"  # grey: operations
+OUT = "#e6dcf2"  # purple: outputs
+EDGE = "#444444"
+HEADS = ["#9ecae1", "#fdae6b", "#a1d99b"]  # one colour per head
+
+
+@dataclass
+class Diagram:
+    name: str
+    title: str
+    alt: str
+    draw: object
+
+
+DIAGRAMS: dict[str, Diagram] = {}
+
+
+def diagram(name: str, title: str, alt: str):
+    def register(fn):
+        DIAGRAMS[name] = Diagram(name, title, " ".join(alt.split()), fn)
+        return fn
+
+    return register
+
+
+# ---------------------------------------------------------------- drawing helpers
+
+SUB = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")  # "k1".translate(SUB) == "k₁"
+
+
+def canvas(width, height):
+    """A figure whose data coordinates are inches, origin at the bottom left."""
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig, ax
+
+
+def box(ax, x, y, w, h, text="", fc=OP, size=11, ec=EDGE, lw=1.0, round_=0.06, **kw):
+    """A rounded box centred at (x, y)."""
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - w / 2, y - h / 2),
+            w,
+            h,
+            boxstyle=f"round,pad=0,rounding_size={round_}",
+            fc=fc,
+            ec=ec,
+            lw=lw,
+        )
+    )
+    if text:
+        ax.text(x, y, text, ha="center", va="center", fontproperties=font(size), **kw)
+
+
+def arrow(ax, start, end, text=None, offset=(0, 0.12), size=10, color=EDGE, style="-|>", **kw):
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle=style,
+            mutation_scale=11,
+            color=color,
+            lw=1.1,
+            shrinkA=0,
+            shrinkB=0,
+            **kw,
+        )
+    )
+    if text:
+        mx, my = (start[0] + end[0]) / 2 + offset[0], (start[1] + end[1]) / 2 + offset[1]
+        ax.text(mx, my, text, ha="center", va="center", fontproperties=font(size), color="#222222")
+
+
+def grid(ax, x, y, rows, cols, cell=0.22, fc=OP, labels=None, size=9, ec=EDGE, lw=0.8):
+    """A matrix of rows × cols cells whose top-left corner is (x, y).
+
+    ``fc`` is one colour or a function (i, j) -> colour; ``labels`` a function (i, j) -> text.
+    Returns (left, bottom, right, top).
+    """
+    for i in range(rows):
+        for j in range(cols):
+            colour = fc(i, j) if callable(fc) else fc
+            ax.add_patch(
+                Rectangle((x + j * cell, y - (i + 1) * cell), cell, cell, fc=colour, ec=ec, lw=lw)
+            )
+            if labels is not None:
+                text = labels(i, j)
+                if text:
+                    ax.text(
+                        x + (j + 0.5) * cell,
+                        y - (i + 0.5) * cell,
+                        text,
+                        ha="center",
+                        va="center",
+                        fontproperties=font(size),
+                    )
+    return x, y - rows * cell, x + cols * cell, y
+
+
+def label(ax, x, y, text, size=11, ha="center", va="center", fontweight="normal", **kw):
+    ax.text(x, y, text, ha=ha, va=va, fontproperties=font(size, fontweight), **kw)
+
+
+# ---------------------------------------------------------------- the diagrams
+
+
+@diagram(
+    "attention_pooling",
+    "Attention pooling: queries, keys and values",
+    """A query q is compared with each of four keys k1 to k4 by a scoring function a(q, k_i).
+    A softmax over the four scores turns them into attention weights α1 to α4, which are
+    non-negative and sum to one, drawn as bars of different lengths. Each weight multiplies the
+    value v_i filed under its key, and the sum of the weighted values is the output f(q).""",
+)
+def attention_pooling():
+    fig, ax = canvas(5.6, 3.7)
+    rows = [2.75, 2.1, 1.45, 0.8]
+    scores = [-1.0, 0.5, -0.2, -2.0]  # a(q, k_i), made up; the weights are their softmax
+    weights = [math.exp(a) / sum(math.exp(b) for b in scores) for a in scores]
+    box(ax, 0.5, 3.4, 0.62, 0.36, "query q", QUERY, size=10)
+    label(ax, 1.25, 3.4, "keys", size=10, color="#555555")
+    label(ax, 4.15, 3.4, "values", size=10, color="#555555")
+    ax.plot([0.5, 0.5], [3.22, rows[-1]], color=EDGE, lw=1.1)
+    for i, (y, w) in enumerate(zip(rows, weights, strict=True)):
+        ax.plot([0.5, 0.83], [y, y], color=EDGE, lw=1.1)
+        box(ax, 1.25, y, 0.5, 0.36, f"k{i + 1}".translate(SUB), KEY)
+        arrow(ax, (1.5, y), (1.78, y))
+        box(ax, 2.18, y, 0.8, 0.36, f"a(q, k{i + 1})".translate(SUB), WEIGHT, size=10)
+        # the weight, as a bar
+        ax.add_patch(
+            Rectangle((3.0, y - 0.13), 0.7 * w / max(weights), 0.26, fc="#d9534f", ec="none")
+        )
+        label(ax, 3.0, y + 0.25, f"α{i + 1}".translate(SUB) + f" = {w:.2f}", size=9, ha="left")
+        label(ax, 3.86, y, "×", size=12)
+        box(ax, 4.15, y, 0.5, 0.36, f"v{i + 1}".translate(SUB), VALUE)
+        arrow(ax, (4.4, y), (4.78, 1.78), color="#777777")
+    # the softmax brace over the scores
+    ax.plot(
+        [2.62, 2.72, 2.72, 2.62],
+        [rows[0] + 0.18, rows[0] + 0.18, rows[-1] - 0.18, rows[-1] - 0.18],
+        color=EDGE,
+        lw=1.0,
+    )
+    label(ax, 2.86, 0.34, "softmax over the keys:\nα ≥ 0, Σα = 1", size=9, color="#333333")
+    box(ax, 5.0, 1.78, 0.44, 0.44, "Σ", OP, size=14)
+    arrow(ax, (5.0, 1.56), (5.0, 0.75))
+    box(ax, 5.0, 0.55, 0.95, 0.36, "f(q) = Σ αᵢ vᵢ", OUT, size=9)
+    return fig
+
+
+@diagram(
+    "masking",
+    "Masking: a mask by broadcasting, and a softmax over the valid keys",
+    """Top: a row of positions 0 to 4, of shape (1, 5), is compared with a column of valid
+    lengths 2 and 3, of shape (2, 1); broadcasting gives a (2, 5) boolean mask whose row i is
+    True for the first valid_len[i] positions and False for the padding. Bottom: one row of
+    scores; the masked positions are set to minus infinity, and the softmax gives them a weight
+    of exactly zero, so the weight is shared among the valid keys only.""",
+)
+def masking():
+    fig, ax = canvas(5.6, 4.3)
+    c = 0.36
+    # positions row and lengths column
+    label(ax, 1.55 + 2.5 * c, 4.12, "positions, (1, 5)", size=10)
+    grid(ax, 1.55, 3.95, 1, 5, c, fc=OP, labels=lambda i, j: str(j), size=10)
+    label(ax, 0.55, 3.05, "valid_len\n(2, 1)", size=10)
+    grid(ax, 0.95, 3.4, 2, 1, c, fc=KEY, labels=lambda i, j: "23"[i], size=10)
+    label(ax, 1.42, 3.05, "<", size=14)
+    valid = [2, 3]
+    grid(
+        ax,
+        1.55,
+        3.4,
+        2,
+        5,
+        c,
+        fc=lambda i, j: "#b7dfb0" if j < valid[i] else "#eeeeee",
+        labels=lambda i, j: "T" if j < valid[i] else "F",
+        size=10,
+    )
+    label(
+        ax,
+        1.55 + 5 * c + 0.12,
+        3.05,
+        "mask, (2, 5):\nT = valid key,\nF = padding",
+        size=10,
+        ha="left",
+    )
+    ax.plot([0.2, 5.4], [2.45, 2.45], color="#bbbbbb", lw=0.8, ls="--")
+    # one row through the masked softmax
+    scores = ["1.2", "0.3", "2.0", "0.7", "1.5"]
+    label(ax, 0.7, 2.0, "scores\nrow 1", size=10)
+    grid(ax, 1.55, 2.18, 1, 5, c, fc=WEIGHT, labels=lambda i, j: scores[j], size=9)
+    arrow(ax, (1.55 + 2.5 * c, 1.8), (1.55 + 2.5 * c, 1.42), "mask: F → −∞", offset=(1.05, 0))
+    label(ax, 0.7, 1.2, "masked", size=10)
+    grid(
+        ax,
+        1.55,
+        1.38,
+        1,
+        5,
+        c,
+        fc=lambda i, j: WEIGHT if j < 3 else "#eeeeee",
+        labels=lambda i, j: scores[j] if j < 3 else "−∞",
+        size=9,
+    )
+    arrow(
+        ax, (1.55 + 2.5 * c, 1.0), (1.55 + 2.5 * c, 0.62), "softmax over the row", offset=(1.25, 0)
+    )
+    label(ax, 0.7, 0.4, "weights", size=10)
+    e = [math.exp(float(s)) for s in scores[:3]]
+    weights = [f"{x / sum(e):.2f}" for x in e] + ["0", "0"]
+    grid(
+        ax,
+        1.55,
+        0.58,
+        1,
+        5,
+        c,
+        fc=lambda i, j: "#e7a3a3" if j < 3 else "#ffffff",
+        labels=lambda i, j: weights[j],
+        size=9,
+    )
+    label(ax, 1.55 + 5 * c + 0.12, 0.4, "padding: exactly 0", size=10, ha="left")
+    return fig
+
+
+@diagram(
+    "additive_attention",
+    "Additive attention: every query paired with every key by broadcasting",
+    """Three projected queries form a column of shape (B, m, 1, h) and four projected keys a
+    row of shape (B, 1, n, h), each a vector of h hidden units. Adding them broadcasts to a
+    grid of shape (B, m, n, h): cell (i, j) holds W_q q_i + W_k k_j. tanh acts on every
+    entry, and the vector w_v maps the h units of each cell to one number, giving the scores
+    of shape (B, m, n). The (B, m, n, h) grid is the large intermediate tensor.""",
+)
+def additive_attention():
+    fig, ax = canvas(5.2, 4.2)
+    m, n, c = 3, 4, 0.42
+
+    def stack(x, y, fc, text=None):
+        """One h-vector: a cell with two shadows behind it, for the h axis."""
+        for k in (2, 1):
+            ax.add_patch(
+                Rectangle((x + 0.05 * k, y + 0.05 * k), c * 0.8, c * 0.8, fc=fc, ec=EDGE, lw=0.6)
+            )
+        ax.add_patch(Rectangle((x, y), c * 0.8, c * 0.8, fc=fc, ec=EDGE, lw=0.8))
+        if text:
+            label(ax, x + 0.4 * c, y + 0.4 * c, text, size=9)
+
+    # keys row, top
+    gx, gy = 1.55, 2.65  # bottom-left of the grid's top row
+    label(ax, gx + n * c / 2, 3.95, "keys  (B, 1, n, h)", size=10)
+    for j in range(n):
+        stack(gx + j * c, 3.35, KEY, f"k{j + 1}".translate(SUB))
+    # queries column, left
+    label(ax, 0.5, gy - c, "queries\n(B, m, 1, h)", size=10)
+    for i in range(m):
+        stack(1.0, gy - i * c, QUERY, f"q{i + 1}".translate(SUB))
+    label(ax, 1.42, 3.55, "+", size=16)
+    # the grid
+    for i in range(m):
+        for j in range(n):
+            stack(gx + j * c, gy - i * c, "#e3dcc8")
+    label(
+        ax,
+        gx + n * c + 0.25,
+        gy - 0.2,
+        "(B, m, n, h)\ncell (i, j):\nW_q qᵢ + W_k kⱼ",
+        size=9,
+        ha="left",
+    )
+    # tanh and w_v
+    y0 = gy - m * c + 0.2
+    arrow(ax, (gx + n * c / 2, y0), (gx + n * c / 2, y0 - 0.45))
+    label(ax, gx + n * c / 2 + 0.15, y0 - 0.22, "tanh, then · w_v  (h → 1)", size=10, ha="left")
+    sy = y0 - 0.55
+    grid(ax, gx, sy, m, n, c * 0.8, fc=WEIGHT)
+    label(ax, gx + n * c * 0.8 + 0.2, sy - m * c * 0.4, "scores\n(B, m, n)", size=10, ha="left")
+    return fig
+
+
+def _matrix(ax, x, y, rows, cols, cell, fc, name, shape, above=True, size=10):
+    grid(ax, x, y, rows, cols, cell, fc=fc)
+    cx = x + cols * cell / 2
+    if above:
+        label(ax, cx, y + 0.22, name, size=size + 1)
+        label(ax, cx, y - rows * cell - 0.17, shape, size=size - 1, color="#333333")
+    return x + cols * cell
+
+
+@diagram(
+    "dot_product_attention",
+    "Scaled dot-product attention as two matrix products",
+    """Top row: the queries Q, an m by d matrix, times the transposed keys K transposed, d by
+    n, give the scores, m by n, divided by the square root of d. An arrow down: a masked
+    softmax over each row (over the keys) turns the scores into attention weights. Bottom row:
+    the weights, m by n, times the values V, n by v, give the output, m by v: one weighted
+    average of the values per query. With a batch every shape gains a leading B.""",
+)
+def dot_product_attention():
+    fig, ax = canvas(5.6, 3.9)
+    c = 0.2
+    x = 0.35
+    x = _matrix(ax, x, 3.45, 3, 4, c, QUERY, "Q", "m × d")
+    label(ax, x + 0.2, 3.15, "·", size=18)
+    x = _matrix(ax, x + 0.4, 3.45, 4, 5, c, KEY, "Kᵀ", "d × n")
+    label(ax, x + 0.25, 3.15, "/ √d", size=11)
+    label(ax, x + 0.62, 3.15, "=", size=14)
+    sx = x + 0.85
+    x = _matrix(ax, sx, 3.45, 3, 5, c, WEIGHT, "scores S", "m × n")
+    arrow(ax, (sx + 2.5 * c, 2.4), (sx + 2.5 * c, 1.95))
+    label(
+        ax, sx + 2.5 * c + 0.15, 2.18, "masked softmax over\neach row (the keys)", size=9, ha="left"
+    )
+    weights = [[0.1, 0.5, 0.2, 0.1, 0.1], [0.6, 0.1, 0.1, 0.1, 0.1], [0.2, 0.2, 0.2, 0.3, 0.1]]
+
+    def shade(i, j):
+        a = weights[i][j]
+        return (1.0, 1 - 0.75 * a / 0.6, 1 - 0.75 * a / 0.6)
+
+    x = _matrix(ax, sx, 1.55, 3, 5, c, shade, "weights A", "m × n")
+    label(ax, sx - 0.3, 1.25, "=", size=14)
+    ox = sx - 0.55 - 3 * c
+    _matrix(ax, ox, 1.55, 3, 3, c, OUT, "output", "m × v")
+    label(ax, x + 0.22, 1.25, "·", size=18)
+    _matrix(ax, x + 0.42, 1.55, 5, 3, c, VALUE, "V", "n × v")
+    label(
+        ax,
+        0.35,
+        0.2,
+        "scores: (B, m, d) × (B, d, n) → (B, m, n);  output: (B, m, n) × (B, n, v) → (B, m, v)",
+        size=8.5,
+        ha="left",
+        color="#333333",
+    )
+    return fig
+
+
+@diagram(
+    "bilinear_attention",
+    "Bilinear attention: a matrix between the query and the key",
+    """Top: for one pair, the row vector q transposed, 1 by d_q, times the matrix W, d_q by
+    d_k, gives a row of size d_k: the query carried into the key space; times the key k,
+    d_k by 1, it gives one score. Bottom: batched, the queries (B, m, d_q) times W give
+    (B, m, d_k), and times the transposed keys (B, d_k, n) they give the scores (B, m, n),
+    with two matrix products and no (m, n, h) intermediate. The sizes d_q and d_k may differ.""",
+)
+def bilinear_attention():
+    fig, ax = canvas(5.9, 3.5)
+    c = 0.18
+    y = 3.1
+    x = _matrix(ax, 0.3, y, 1, 3, c, QUERY, "qᵀ", "1 × d_q")
+    label(ax, x + 0.17, y - 0.1, "·", size=18)
+    x = _matrix(ax, x + 0.34, y, 3, 4, c, "#f2e6a6", "W", "d_q × d_k")
+    label(ax, x + 0.17, y - 0.1, "·", size=18)
+    x = _matrix(ax, x + 0.34, y, 4, 1, c, KEY, "k", "d_k × 1")
+    label(ax, x + 0.25, y - 0.1, "=", size=14)
+    x = _matrix(ax, x + 0.5, y, 1, 1, c, WEIGHT, "score", "1 × 1")
+    label(
+        ax,
+        x + 0.3,
+        y - 0.1,
+        "qᵀW: the query carried\ninto the key space",
+        size=9,
+        ha="left",
+        color="#333333",
+    )
+    ax.plot([0.2, 5.7], [1.95, 1.95], color="#bbbbbb", lw=0.8, ls="--")
+    y = 1.55
+    x = _matrix(ax, 0.3, y, 3, 3, c, QUERY, "Q", "(B, m, d_q)")
+    label(ax, x + 0.17, y - 0.27, "·", size=18)
+    x = _matrix(ax, x + 0.34, y, 3, 4, c, "#f2e6a6", "W", "(d_q, d_k)")
+    label(ax, x + 0.2, y - 0.27, "→", size=14)
+    x = _matrix(ax, x + 0.4, y, 3, 4, c, "#e9eef6", "QW", "(B, m, d_k)")
+    label(ax, x + 0.17, y - 0.27, "·", size=18)
+    x = _matrix(ax, x + 0.34, y, 4, 4, c, KEY, "Kᵀ", "(B, d_k, n)")
+    label(ax, x + 0.2, y - 0.27, "→", size=14)
+    _matrix(ax, x + 0.4, y, 3, 4, c, WEIGHT, "S", "(B, m, n)")
+    return fig
+
+
+def _flow(ax, x, y_top, items, w=1.5, h=0.34, gap=0.2):
+    """A vertical chain of boxes joined by arrows; returns the centres' y."""
+    ys = []
+    y = y_top
+    for i, (text, fc) in enumerate(items):
+        box(ax, x, y, w, h, text, fc, size=10)
+        ys.append(y)
+        if i < len(items) - 1:
+            arrow(ax, (x, y - h / 2), (x, y - h / 2 - gap))
+        y -= h + gap
+    return ys
+
+
+@diagram(
+    "self_attention",
+    "From one query to self-attention",
+    """Three panels. Left, attention pooling: one query q attends over keys and values that
+    come from elsewhere, and gives one output. Middle, an attention layer: m queries, from one
+    source such as a decoder, attend over n keys and values from another source, such as an
+    encoder, and give m outputs. Right, self-attention: the queries, keys and values are all
+    projections of the same input X, Q = X W_Q, K = X W_K and V = X W_V, so every item of the
+    sequence attends to every item of the same sequence and the output has one row per item.""",
+)
+def self_attention():
+    fig, ax = canvas(6.0, 3.9)
+    # panel titles
+    cols = [1.0, 3.0, 5.0]
+    for x, t in zip(cols, ["1. pooling", "2. attention layer", "3. self-attention"], strict=True):
+        label(ax, x, 3.7, t, size=11, fontweight="bold")
+    for x in (2.0, 4.0):
+        ax.plot([x, x], [0.15, 3.8], color="#cccccc", lw=0.8)
+    # 1: one query, given keys/values
+    box(ax, 0.55, 3.05, 0.6, 0.34, "q", QUERY, size=10)
+    box(ax, 1.45, 3.05, 0.75, 0.34, "k, v pairs", KEY, size=9)
+    att = [(x, 1.95) for x in cols]
+    for x, y in att[:1]:
+        box(ax, x, y, 1.3, 0.42, "softmax(a(q, kᵢ))\nweights · v", OP, size=9)
+    arrow(ax, (0.55, 2.88), (0.75, 2.17))
+    arrow(ax, (1.45, 2.88), (1.25, 2.17))
+    box(ax, 1.0, 0.95, 1.1, 0.34, "one output", OUT, size=10)
+    arrow(ax, (1.0, 1.74), (1.0, 1.12))
+    label(ax, 1.0, 0.45, "query: (1, d)\nkeys: (n, d)", size=9, color="#333333")
+    # 2: m queries from one source, keys and values from another
+    box(ax, 2.5, 3.05, 0.75, 0.34, "decoder", "#f4f4f4", size=9)
+    box(ax, 3.5, 3.05, 0.75, 0.34, "encoder", "#f4f4f4", size=9)
+    box(ax, 2.5, 2.55, 0.6, 0.3, "Q", QUERY, size=10)
+    box(ax, 3.3, 2.55, 0.4, 0.3, "K", KEY, size=10)
+    box(ax, 3.75, 2.55, 0.4, 0.3, "V", VALUE, size=10)
+    arrow(ax, (2.5, 2.88), (2.5, 2.7))
+    arrow(ax, (3.5, 2.88), (3.3, 2.7))
+    arrow(ax, (3.5, 2.88), (3.75, 2.7))
+    box(ax, 3.0, 1.95, 1.5, 0.42, "softmax(QKᵀ/√d) V", OP, size=9)
+    for x0 in (2.5, 3.3, 3.75):
+        arrow(ax, (x0, 2.4), (3.0 + (x0 - 3.1) * 0.5, 2.17))
+    box(ax, 3.0, 0.95, 1.1, 0.34, "m outputs", OUT, size=10)
+    arrow(ax, (3.0, 1.74), (3.0, 1.12))
+    label(ax, 3.0, 0.45, "Q: (m, d)\nK, V: (n, d), (n, v)", size=9, color="#333333")
+    # 3: all from X
+    box(ax, 5.0, 3.15, 0.8, 0.3, "X", "#f4f4f4", size=10)
+    for x0, t, fc in ((4.45, "XW_Q", QUERY), (5.0, "XW_K", KEY), (5.55, "XW_V", VALUE)):
+        box(ax, x0, 2.55, 0.5, 0.3, t, fc, size=8)
+        arrow(ax, (5.0 + (x0 - 5.0) * 0.4, 3.0), (x0, 2.7))
+        arrow(ax, (x0, 2.4), (5.0 + (x0 - 5.0) * 0.5, 2.17))
+    box(ax, 5.0, 1.95, 1.5, 0.42, "softmax(QKᵀ/√d) V", OP, size=9)
+    box(ax, 5.0, 0.95, 1.1, 0.34, "N outputs", OUT, size=10)
+    arrow(ax, (5.0, 1.74), (5.0, 1.12))
+    label(ax, 5.0, 0.45, "X: (N, D_X)\nweights: (N, N)", size=9, color="#333333")
+    return fig
+
+
+@diagram(
+    "multi_head_attention",
+    "Multi-head attention: split into heads, attend, merge",
+    """A tensor X of shape (B, T, d), here two examples of four positions whose d features
+    are split into three coloured groups of d/h, one group per head. reshape gives
+    (B, T, h, d/h); permute gives (B, h, T, d/h); reshape again gives (B·h, T, d/h): six
+    small matrices, entry b·h + i holding head i of example b. One batched attention call
+    handles all six, and transpose_output undoes the steps to give back (B, T, d), the heads'
+    outputs concatenated along the features, before the output projection W_o.""",
+)
+def multi_head_attention():
+    fig, ax = canvas(5.6, 4.5)
+    T, h, c = 4, 3, 0.16
+    dh = 2  # cells per head
+    ax_ = 2.2  # the arrows' x
+    label(ax, 0.35, 4.35, "X: (B, T, d)", size=11, ha="left")
+    for b in range(2):
+        x0 = 0.35 + b * 1.35
+        grid(ax, x0, 4.1, T, h * dh, c, fc=lambda i, j: HEADS[j // dh])
+        label(ax, x0 + h * dh * c / 2, 4.1 - T * c - 0.14, f"example {b}", size=9)
+    label(ax, 3.1, 3.8, "d features in h groups\nof d/h, one per head", size=9, ha="left")
+    arrow(ax, (ax_, 3.25), (ax_, 2.95))
+    label(ax, ax_ + 0.12, 3.1, "reshape, permute: (B, h, T, d/h)", size=9, ha="left")
+    label(
+        ax, 0.35, 2.78, "reshape: (B·h, T, d/h), the heads become batch entries", size=10, ha="left"
+    )
+    for k in range(2 * h):
+        b, i = divmod(k, h)
+        x0 = 0.45 + k * 0.85
+        grid(ax, x0, 2.55, T, dh, c, fc=HEADS[i])
+        label(ax, x0 + dh * c / 2, 2.55 - T * c - 0.15, f"{k} = {b}·h + {i}", size=8)
+    arrow(ax, (ax_, 1.72), (ax_, 1.45))
+    box(ax, ax_, 1.25, 3.8, 0.36, "one batched attention: softmax(QKᵀ/√(d/h)) V", OP, size=9.5)
+    arrow(ax, (ax_, 1.07), (ax_, 0.8))
+    label(ax, ax_ + 0.12, 0.93, "transpose_output: heads side by side", size=9, ha="left")
+    for b in range(2):
+        x0 = 0.35 + b * 1.35
+        grid(ax, x0, 0.72, T, h * dh, c, fc=lambda i, j: HEADS[j // dh])
+    label(ax, 3.1, 0.4, "(B, T, d), then W_o", size=10, ha="left")
+    return fig
+
+
+@diagram(
+    "transformer_block",
+    "Post-norm against pre-norm transformer blocks",
+    """Two blocks side by side, data flowing upwards. Post-norm, left: X goes into multi-head
+    attention, the result is added to X along a residual connection, then layer normalisation
+    LN1; the same again with the feed-forward network and LN2. Every residual sum passes
+    through a layer normalisation. Pre-norm, right: LN1 normalises the input of the attention
+    and LN2 the input of the feed-forward network, and the residual path from X to the output
+    is made of additions only.""",
+)
+def transformer_block():
+    fig, ax = canvas(5.2, 4.75)
+    bw, bh, step = 1.6, 0.34, 0.26
+
+    def add(x, y):
+        ax.add_patch(Circle((x, y), 0.12, fc="white", ec=EDGE, lw=1.0))
+        label(ax, x, y, "+", size=11)
+
+    def column(cx, title, order):
+        label(ax, cx, 4.58, title, size=12, fontweight="bold")
+        label(ax, cx, 0.12, "X: (B, T, d)", size=10)
+        res_x = cx + bw / 2 + 0.25
+        y = 0.28  # top of what is drawn so far
+        start = y
+        for kind, text, fc in order:
+            if kind == "branch":  # the residual connection leaves here
+                start = y + 0.1
+                ax.plot([cx], [start], "o", ms=3, color=EDGE)
+            elif kind == "box":
+                arrow(ax, (cx, y), (cx, y + step))
+                y += step + bh
+                box(ax, cx, y - bh / 2, bw, bh, text, fc, size=10)
+            elif kind == "add":
+                arrow(ax, (cx, y), (cx, y + step))
+                y += step + 0.12
+                add(cx, y)
+                ax.plot([cx, res_x, res_x], [start, start, y], color=EDGE, lw=1.1)
+                arrow(ax, (res_x, y), (cx + 0.12, y))
+                y += 0.12
+        arrow(ax, (cx, y), (cx, y + 0.2))
+        label(ax, cx, y + 0.33, "output: (B, T, d)", size=10)
+
+    post = [
+        ("branch", "", None),
+        ("box", "multi-head attention", QUERY),
+        ("add", "", None),
+        ("box", "LayerNorm LN1", "#f2e6a6"),
+        ("branch", "", None),
+        ("box", "FFN", VALUE),
+        ("add", "", None),
+        ("box", "LayerNorm LN2", "#f2e6a6"),
+    ]
+    pre = [
+        ("branch", "", None),
+        ("box", "LayerNorm LN1", "#f2e6a6"),
+        ("box", "multi-head attention", QUERY),
+        ("add", "", None),
+        ("branch", "", None),
+        ("box", "LayerNorm LN2", "#f2e6a6"),
+        ("box", "FFN", VALUE),
+        ("add", "", None),
+    ]
+    column(1.15, "post-norm", post)
+    column(3.75, "pre-norm", pre)
+    return fig
+
+
+@diagram(
+    "encoder_decoder",
+    "The transformer encoder–decoder, with cross-attention",
+    """Left, the encoder: source tokens, embedded and with the positional encoding added, pass
+    through N encoder blocks, each multi-head self-attention and a feed-forward network; its
+    output, one vector per source position, is the memory. Right, the decoder: target tokens
+    shifted right, embedded and position-encoded, pass through N decoder blocks, each causal
+    (masked) self-attention, then cross-attention whose queries come from the decoder and
+    whose keys and values are the encoder's memory, then a feed-forward network; a linear
+    layer and a softmax give the next token's probabilities. Every sublayer has a residual
+    connection and a layer normalisation.""",
+)
+def encoder_decoder():
+    fig, ax = canvas(5.6, 4.0)
+    bw, bh = 1.75, 0.34
+    ex, dx = 1.3, 4.0
+
+    def stack(cx, y0, items):
+        ys = []
+        y = y0
+        for text, fc in items:
+            box(ax, cx, y, bw, bh, text, fc, size=10)
+            ys.append(y)
+            y += bh + 0.24
+        for a, b in zip(ys, ys[1:]):
+            arrow(ax, (cx, a + bh / 2), (cx, b - bh / 2))
+        return ys
+
+    label(ax, ex, 3.85, "encoder", size=12, fontweight="bold")
+    label(ax, dx, 3.85, "decoder", size=12, fontweight="bold")
+    label(ax, ex, 0.15, "source tokens", size=10)
+    label(ax, dx, 0.15, "target tokens, shifted right", size=10)
+    y0 = 0.68
+    ey = stack(ex, y0, [("embedding + PE", "#f4f4f4"), ("self-attention", QUERY), ("FFN", VALUE)])
+    dy = stack(
+        dx,
+        y0,
+        [
+            ("embedding + PE", "#f4f4f4"),
+            ("causal self-attention", QUERY),
+            ("cross-attention", KEY),
+            ("FFN", VALUE),
+            ("linear + softmax", OUT),
+        ],
+    )
+    arrow(ax, (ex, 0.3), (ex, y0 - bh / 2))
+    arrow(ax, (dx, 0.3), (dx, y0 - bh / 2))
+    # "N ×" frames around the repeated blocks, labelled on the outer side
+    for cx, lo, hi, side in ((ex, ey[1], ey[2], -1), (dx, dy[1], dy[3], 1)):
+        ax.add_patch(
+            FancyBboxPatch(
+                (cx - bw / 2 - 0.1, lo - bh / 2 - 0.1),
+                bw + 0.2,
+                hi - lo + bh + 0.2,
+                boxstyle="round,pad=0,rounding_size=0.08",
+                fc="none",
+                ec="#888888",
+                lw=1.0,
+                ls="--",
+            )
+        )
+        label(ax, cx + side * (bw / 2 + 0.17), (lo + hi) / 2, "N×", size=10, ha="center")
+    # the encoder's output, the memory, is the keys and values of every cross-attention
+    my = ey[2] + bh / 2 + 0.5
+    box(ax, ex, my, 1.1, 0.32, "memory", "#f4f4f4", size=10)
+    arrow(ax, (ex, ey[2] + bh / 2), (ex, my - 0.16))
+    mid = (ex + bw / 2 + dx - bw / 2) / 2
+    ax.plot([ex + 0.55, mid, mid], [my, my, dy[2]], color=EDGE, lw=1.1)
+    arrow(ax, (mid, dy[2]), (dx - bw / 2 - 0.1, dy[2]))
+    label(ax, mid + 0.08, my + 0.22, "keys, values", size=9)
+    label(ax, dx + 0.1, (dy[1] + dy[2]) / 2, "queries", size=9, ha="left")
+    arrow(ax, (dx, dy[4] + bh / 2), (dx, dy[4] + bh / 2 + 0.18))
+    label(ax, dx, dy[4] + bh / 2 + 0.32, "next-token probabilities", size=10)
+    label(
+        ax,
+        ex,
+        my + 0.62,
+        "every sublayer: residual\nconnection + LayerNorm",
+        size=9,
+        color="#333333",
+    )
+    return fig
+
+
+@diagram(
+    "efficient_attention",
+    "Tiling and the online softmax",
+    """Left: the m by n matrix of scores is never stored. It is cut into tiles; one block of
+    queries is processed against the key blocks K1, K2, K3, K4 in turn, and only the current
+    tile of scores is held in fast memory. Right: for each query the kernel keeps a running
+    maximum μ, a running sum ℓ and an unnormalised output o. After each key block it updates
+    μ to the larger of μ and the block's maximum, rescales ℓ and o by exp(μ − μ′) and adds the
+    block's terms; after the last block the output is o divided by ℓ. The extra memory is a
+    few numbers per query instead of an m by n matrix.""",
+)
+def efficient_attention():
+    fig, ax = canvas(5.8, 3.9)
+    c = 0.2
+    x0, y0 = 0.75, 3.35
+    rows, cols = 8, 12
+    label(ax, x0 + cols * c / 2, 3.62, "scores, m × n: never stored whole", size=10)
+
+    def fc(i, j):
+        if 2 <= i < 4:
+            if j < 6:
+                return "#e7a3a3"  # done
+            if j < 9:
+                return "#d9534f"  # in fast memory now
+            return "#f7dede"
+        return "#f4f4f4"
+
+    grid(ax, x0, y0, rows, cols, c, fc=fc, lw=0.5)
+    for k in range(1, 4):
+        ax.plot([x0 + 3 * k * c] * 2, [y0, y0 - rows * c], color=EDGE, lw=1.2)
+    for k in range(1, 4):
+        ax.plot([x0, x0 + cols * c], [y0 - 2 * k * c] * 2, color=EDGE, lw=1.2)
+    for k in range(4):
+        label(ax, x0 + (3 * k + 1.5) * c, y0 - rows * c - 0.15, f"K{k + 1}".translate(SUB), size=10)
+    label(ax, x0 - 0.1, y0 - 3 * c, "query\nblock", size=9, ha="right")
+    arrow(ax, (x0, y0 - rows * c - 0.45), (x0 + cols * c, y0 - rows * c - 0.45))
+    label(ax, x0 + cols * c / 2, y0 - rows * c - 0.65, "key blocks, one after another", size=9)
+    label(ax, x0 + 7.5 * c, y0 - 3 * c, "now", size=8, color="white", fontweight="bold")
+    # the running state
+    rx = 3.55
+    label(ax, rx + 1.0, 3.62, "per query: μ, ℓ, o", size=10, fontweight="bold")
+    steps = [
+        ("μ′ = max(μ, max s)", "#f4f4f4"),
+        ("ℓ′ = e^(μ−μ′) ℓ + Σ e^(s−μ′)", "#f4f4f4"),
+        ("o′ = e^(μ−μ′) o + Σ e^(s−μ′) v", "#f4f4f4"),
+    ]
+    y = 3.15
+    for text, colour in steps:
+        box(ax, rx + 1.0, y, 2.3, 0.34, text, colour, size=9)
+        y -= 0.5
+    label(ax, rx + 1.0, y + 0.12, "after each key block (s: its scores)", size=8.5, color="#333333")
+    arrow(ax, (rx + 1.0, y - 0.05), (rx + 1.0, y - 0.4))
+    box(ax, rx + 1.0, y - 0.6, 2.3, 0.36, "after the last: output o / ℓ", OUT, size=9.5)
+    label(ax, rx + 1.0, y - 1.15, "extra memory: a few numbers\nper query, not m × n", size=9)
+    return fig
+
+
+# ---------------------------------------------------------------- writing
+
+
+def render(d: Diagram) -> bytes:
+    with matplotlib.rc_context(RC):
+        fig = d.draw()
+        buffer = io.BytesIO()
+        fig.savefig(
+            buffer,
+            format="svg",
+            metadata={"Date": None, "Title": d.title, "Description": d.alt},
+        )
+    return buffer.getvalue()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare, do not write")
+    parser.add_argument("--png", metavar="DIR", help="also write PNG previews into DIR")
+    parser.add_argument("names", nargs="*", help="only these diagrams")
+    args = parser.parse_args(argv)
+    stale = []
+    for name, d in DIAGRAMS.items():
+        if args.names and name not in args.names:
+            continue
+        data = render(d)
+        path = HERE / f"{name}.svg"
+        if args.check:
+            if not path.exists() or path.read_bytes() != data:
+                stale.append(path.name)
+        else:
+            path.write_bytes(data)
+        if args.png:
+            with matplotlib.rc_context(RC):
+                fig = d.draw()
+                fig.savefig(Path(args.png) / f"{name}.png", dpi=100)
+    if stale:
+        print("stale diagrams (run python book/figures/make_diagrams.py):", ", ".join(stale))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
