@@ -250,6 +250,7 @@ class Course:
         # checks/ and solutions/ beside the notebook; it installs the course where the notebook
         # is opened alone (uploaded to Colab, say).
         nb.cells = launch.with_setup(nb.cells)
+        launch.with_plain_figures(nb, src)  # Jupyter renders Markdown images, not MyST figures
         nbformat.write(nb, src / notebook.name)
         shutil.copytree(nbs.ROOT / "checks", src / "checks", ignore=IGNORE)
         self._stage_solutions(chapter, src / "solutions")

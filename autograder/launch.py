@@ -27,6 +27,7 @@ without installing anything; Colab, which opens the notebook alone, installs.
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -163,6 +164,46 @@ def nbgitpuller_link(hub: str, root: Path = nbs.ROOT, chapter: str | None = None
 
 # ---------------------------------------------------------------- the launchable notebooks
 
+_FIGURE = re.compile(
+    r"```\{figure\}[ \t]+(?P<path>\S+)\n(?P<options>(?::[\w-]+:[^\n]*\n)*)\n?(?P<caption>.*?)\n?```",
+    re.DOTALL,
+)
+
+
+def plain_figures(source: str) -> tuple[str, list[str]]:
+    """MyST ``{figure}`` directives as plain Markdown images with their alt text and caption.
+
+    Jupyter, Colab and VS Code render Markdown, not MyST: the book's figures would show as a
+    block of directive text there. Returns the new source and the image paths it uses.
+    """
+    paths = []
+
+    def plain(match: re.Match) -> str:
+        options = dict(re.findall(r"^:([\w-]+):[ \t]*(.*)$", match["options"], re.MULTILINE))
+        paths.append(match["path"])
+        alt = options.get("alt", "").replace("[", "(").replace("]", ")")
+        caption = match["caption"].strip()
+        return f"![{alt}]({match['path']})" + (f"\n\n*{caption}*" if caption else "")
+
+    return _FIGURE.sub(plain, source), paths
+
+
+def with_plain_figures(nb: nbformat.NotebookNode, dest: Path | None = None) -> list[str]:
+    """Rewrite ``nb``'s figures in place (see :func:`plain_figures`), copying the image files
+    the book keeps in ``book/figures/`` into ``dest`` if given; return the paths used."""
+    used = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and "{figure}" in cell.source:
+            cell.source, paths = plain_figures(cell.source)
+            used += paths
+    if dest is not None:
+        for rel in used:
+            src = nbs.ROOT / "book" / rel
+            if src.is_file():
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(src, dest / rel)
+    return used
+
 
 def launchable(nb: nbformat.NotebookNode, root: Path = nbs.ROOT) -> nbformat.NotebookNode:
     """A chapter as Colab, Binder and a hub open it: setup, stubs, self-checks; no outputs."""
@@ -181,6 +222,7 @@ def launchable(nb: nbformat.NotebookNode, root: Path = nbs.ROOT) -> nbformat.Not
             else:
                 cell.metadata.pop("tags", None)
     nb.cells = with_setup(cells, root)
+    with_plain_figures(nb)
     return nb
 
 
@@ -229,5 +271,6 @@ def write_launchables(dest: Path, root: Path = nbs.ROOT) -> list[Path]:
         nb = launchable(nbs.read(path), root)
         target = dest / path.name
         nbformat.write(nb, target)
+        with_plain_figures(nbs.read(path), dest)  # the image files the notebook shows
         written.append(target)
     return written

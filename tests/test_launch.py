@@ -550,3 +550,23 @@ def test_binder_installs_the_launch_tree_and_a_launched_chapter_runs(bare, tmp_p
     pip(python, env, "uninstall", "-y", "attention-step-by-step")
     print(f"\nlaunch tree installed as Binder does, {name} answered and run: "
           f"{time.monotonic() - start:.1f} s")  # fmt: skip
+
+
+def test_figures_are_plain_markdown_images_outside_the_book(tmp_path):
+    """Do launchable and released notebooks show each figure as a Markdown image, with its
+    alt text, caption and SVG file beside them, instead of a MyST directive Jupyter can't draw?"""
+    from autograder.launch import launchable, plain_figures, with_plain_figures
+
+    source = (
+        "```{figure} figures/x.svg\n:name: fig-x\n:alt: A mask [0, 1] as a picture\n\n"
+        "The caption.\n```"
+    )
+    assert plain_figures(source) == (
+        "![A mask (0, 1) as a picture](figures/x.svg)\n\n*The caption.*",
+        ["figures/x.svg"],
+    )
+    nb = launchable(nbs.read(nbs.notebook_path("masking")))
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "{figure}" not in text and "![" in text and "figures/masking.svg" in text
+    used = with_plain_figures(nbs.read(nbs.notebook_path("masking")), tmp_path)
+    assert used and all((tmp_path / rel).is_file() for rel in used)
