@@ -91,8 +91,8 @@ def padding_only(X, valid_lens=None):
 @wrong(
     "causal_valid_lens",
     {
-        "causal_valid_lens": "causal_valid_lens must return integer lengths, got dtype torch.float32",
-        "causal_valid_lens.mask": "causal_valid_lens must return integer lengths, got dtype torch.float32",
+        "causal_valid_lens": "causal_valid_lens must return int64 lengths (the dtype of torch.arange and of valid_lens), got dtype torch.float32",
+        "causal_valid_lens.mask": "causal_valid_lens must return int64 lengths (the dtype of torch.arange and of valid_lens), got dtype torch.float32",
     },
 )
 def float_lengths(X, valid_lens=None):
@@ -152,7 +152,7 @@ def interleaved_features(X, num_heads):
     "transpose_qkv",
     {
         "transpose_qkv": "transpose_qkv(X, 3) has shape (2, 3, 3, 2), expected (6, 3, 2)",
-        "transpose_qkv.loop": "transpose_qkv of (1, 1, 4) with 1 heads has shape (1, 1, 1, 4), expected (1, 1, 4)",
+        "transpose_qkv.loop": "transpose_qkv(X, 1) has shape (1, 1, 1, 4), expected (1, 1, 4)",
     },
 )
 def heads_not_in_batch(X, num_heads):
@@ -165,7 +165,7 @@ def heads_not_in_batch(X, num_heads):
     "transpose_qkv",
     {
         "transpose_qkv": "transpose_qkv(X, 3) has shape (6, 1, 6), expected (6, 3, 2)",
-        "transpose_qkv.loop": "transpose_qkv of (2, 4, 8) with 2 heads has shape (4, 2, 8), expected (4, 4, 4)",
+        "transpose_qkv.loop": "transpose_qkv(X, 2) has shape (4, 2, 8), expected (4, 4, 4)",
     },
 )
 def split_the_sequence(X, num_heads):
@@ -233,7 +233,7 @@ def merge_wrong_axes(X, num_heads):
     "transpose_output",
     {
         "transpose_output": "transpose_output(heads, 3) has shape (2, 3, 3, 2), expected (2, 3, 6)",
-        "transpose_output.loop": "transpose_output of 1 heads of (1, 1, 4) has shape (1, 1, 1, 4), expected (1, 1, 4)",
+        "transpose_output.loop": "transpose_output(heads, 1) has shape (1, 1, 1, 4), expected (1, 1, 4)",
     },
 )
 def merge_keeps_heads(X, num_heads):
@@ -248,7 +248,7 @@ def merge_keeps_heads(X, num_heads):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=16, heads=4, bias=True, valid_lens=[1, 4, 5]): row batch=0, query=0 is wrong"
+        "MultiHeadAttention.torch": "(the valid_lens given to self.attention are not repeat_interleave(valid_lens, h, dim=0) (step 2))"
     },
 )
 def lengths_repeated_not_interleaved(self, queries, keys, values, valid_lens=None):
@@ -265,8 +265,8 @@ def lengths_repeated_not_interleaved(self, queries, keys, values, valid_lens=Non
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the forward never applied W_o (step 4))",
+        "MultiHeadAttention.torch": "(the forward never applied W_o (step 4))",
     },
 )
 def no_output_projection(self, queries, keys, values, valid_lens=None):
@@ -282,8 +282,8 @@ def no_output_projection(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the queries given to self.attention are not W_q(queries) split into heads",
+        "MultiHeadAttention.torch": "(the queries given to self.attention are not W_q(queries) split into heads",
     },
 )
 def one_big_head(self, queries, keys, values, valid_lens=None):
@@ -297,8 +297,8 @@ def one_big_head(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the keys given to self.attention are not W_k(keys) split into heads",
+        "MultiHeadAttention.torch": "(the keys given to self.attention are not W_k(keys) split into heads",
     },
 )
 def keys_projected_with_w_q(self, queries, keys, values, valid_lens=None):
@@ -315,8 +315,8 @@ def keys_projected_with_w_q(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the input of W_o is not the heads merged with transpose_output (step 4))",
+        "MultiHeadAttention.torch": "(the input of W_o is not the heads merged with transpose_output (step 4))",
     },
 )
 def merged_by_plain_reshape(self, queries, keys, values, valid_lens=None):
@@ -334,8 +334,8 @@ def merged_by_plain_reshape(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=1, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=[1]): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the valid_lens given to self.attention are not repeat_interleave(valid_lens, h, dim=0) (step 2))",
+        "MultiHeadAttention.torch": "(the valid_lens given to self.attention are not repeat_interleave(valid_lens, h, dim=0) (step 2))",
     },
 )
 def padding_dropped(self, queries, keys, values, valid_lens=None):
@@ -370,8 +370,8 @@ def dropout_after_merging(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the forward with per-query valid_lens [[5, 1, 3], [2, 4, 0]] raised ValueError: valid_lens must have shape (4,) or (4, 3)",
-        "MultiHeadAttention.torch": "the forward (d=8, heads=2, bias=False, valid_lens=[[2, 4, 1, 1]]) raised ValueError: valid_lens must have shape (2,) or (2, 4)",
+        "MultiHeadAttention": "valid_lens [[5, 1, 3], [2, 4, 0]] raised ValueError: valid_lens must have shape (4,) or (4, 3)",
+        "MultiHeadAttention.torch": "valid_lens [[2, 4, 1, 1]] raised ValueError: valid_lens must have shape (2,) or (2, 4)",
     },
 )
 def lengths_flattened(self, queries, keys, values, valid_lens=None):

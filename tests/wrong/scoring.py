@@ -335,7 +335,7 @@ def product_of_terms(queries, keys, w):
 @wrong(
     "sum_scores",
     {
-        "sum_scores": "sum_scores has shape (1, 3, 2), expected (1, 2, 3)",
+        "sum_scores": "sum_scores(queries, keys) has shape (1, 3, 2), expected (1, 2, 3)",
         "sum_scores.values": "sum_scores for B=2, m=3, n=5 has shape (2, 5, 3), expected (2, 3, 5)",
     },
 )
@@ -410,7 +410,7 @@ def distance_without_query_norm(queries, keys):
 @wrong(
     "distance_scores",
     {
-        "distance_scores": "distance_scores has shape (1, 3, 2), expected (1, 2, 3)",
+        "distance_scores": "distance_scores(queries, keys) has shape (1, 3, 2), expected (1, 2, 3)",
         "distance_scores.values": "distance_scores for B=2, m=3, n=5 has shape (2, 5, 3), expected (2, 3, 5)",
     },
 )
