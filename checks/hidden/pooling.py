@@ -5,7 +5,7 @@ import math
 import torch
 
 from checks._core import check, expect_close, expect_finite, expect_tensor, softmax_list
-from checks.pooling import _call
+from checks.pooling import _call, pooling_contract
 
 
 def loop_reference(queries, keys, values, bandwidth):
@@ -55,3 +55,16 @@ def limits_and_stability(nadaraya_watson, device):
     preds, weights = _call(nadaraya_watson, q64, keys.double(), values.double())
     expect_tensor(preds, "predictions for float64 input", dtype=torch.float64, device=device)
     expect_tensor(weights, "weights for float64 input", dtype=torch.float64, device=device)
+
+
+@check("nadaraya_watson.values", hidden=True)
+def pooling_properties_hidden(nadaraya_watson, device):
+    """float64 in and out (equal to a float64 loop), gradients to queries, keys and values, inputs unchanged, no tensor made on the CPU?"""
+    pooling_contract(
+        nadaraya_watson,
+        device,
+        seed=12,
+        m=6,
+        n=9,
+        reference=lambda q, k, v: loop_reference(q, k, v, 1.0),
+    )

@@ -71,8 +71,8 @@ def absolute_distance(queries, keys, values, bandwidth=1.0):
 @wrong(
     "nadaraya_watson",
     {
-        "nadaraya_watson": "attention_weights has shape (3, 2), expected (2, 3)",
-        "nadaraya_watson.values": "weights (m=4, n=9, σ=0.3) has shape (9, 4), expected (4, 9)",
+        "nadaraya_watson": "attention_weights (m=2, n=3) has shape (3, 2), expected (2, 3)",
+        "nadaraya_watson.values": "attention_weights (m=4, n=9) has shape (9, 4), expected (4, 9)",
     },
 )
 def weights_transposed(queries, keys, values, bandwidth=1.0):
