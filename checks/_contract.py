@@ -256,3 +256,36 @@ def seeded(seed: int):
     stack.enter_context(torch.random.fork_rng(devices=[]))
     torch.manual_seed(seed)
     return stack
+
+
+def expect_gradient_values(f, inputs: dict, what: str, *, seed: int = 0, eps: float = 1e-6):
+    """The gradient autograd gives must be the derivative: checked along a random direction.
+
+    In float64: for L(x) = Σ f(x) ⊙ R, compare Σ_i ⟨∂L/∂x_i, u_i⟩ with the central difference
+    (L(x + εu) - L(x - εu)) / 2ε. A value computed under ``torch.no_grad()`` or detached
+    somewhere inside (but not everywhere) gives a gradient that is not the derivative.
+
+    Args:
+        f: ``f(**inputs)`` returns the output tensor.
+        inputs: float64 tensors by name.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    leaves = {n: t.detach().clone().requires_grad_() for n, t in inputs.items()}
+    out = f(**leaves)
+    R = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out.device)
+    grads = torch.autograd.grad((out * R).sum(), list(leaves.values()), allow_unused=True)
+    dirs = {
+        n: torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.device)
+        for n, t in inputs.items()
+    }
+    analytic = sum(float((g * dirs[n]).sum()) for n, g in zip(leaves, grads) if g is not None)
+    with torch.no_grad():
+        plus = f(**{n: t.detach() + eps * dirs[n] for n, t in inputs.items()})
+        minus = f(**{n: t.detach() - eps * dirs[n] for n, t in inputs.items()})
+        numeric = float(((plus - minus) * R).sum()) / (2 * eps)
+    if abs(analytic - numeric) > 1e-5 + 1e-4 * abs(numeric):
+        raise CheckError(
+            f"{what}: the gradient is not the derivative of the output. Along a random "
+            f"direction autograd gives {analytic:.8g}, the finite difference {numeric:.8g}. "
+            "Is part of the computation detached or under torch.no_grad()?"
+        )

@@ -63,6 +63,7 @@ def mask_contract(valid_lens_to_mask, device, *, seed, B, m, n):
     """valid_lens left unchanged (lengths beyond n too), and the mask made on its device (meta)."""
     for shape in ((B,), (B, m)):
         lens = random_lengths(*shape, low=0, high=n + 3, seed=seed, device=device)
+        lens.view(-1)[-1] = n + 3  # beyond n: attends every key (and is not clamped in place)
         out = (B, 1, m if len(shape) == 2 else 1, n)
         get_mask(valid_lens_to_mask, lens, m, n, out)
         on_meta(

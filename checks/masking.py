@@ -138,6 +138,9 @@ def masked_softmax_contract(masked_softmax, device, *, seed, B, m, n, reference)
     X = random_tensor(B, m, n, seed=seed, device=device, scale=2.0)
     lens = random_lengths(B, m, low=0, high=n, seed=seed, device=device)
     lens[0, 0] = 0  # a row with no valid key
+    lens[-1, -1] = (
+        n + 2
+    )  # a length beyond the keys: masks nothing (and must not be clamped in place)
     ref = reference(X, lens)
     dev64 = float64_device(device)
     for dtype, dev, tol in (
@@ -193,6 +196,7 @@ def sequence_mask_contract(sequence_mask, device, *, seed, shape):
     """float64 kept, gradients reach X, inputs unchanged, nothing made on the CPU."""
     X = random_tensor(*shape, seed=seed, device=device)
     lens = random_lengths(shape[0], low=0, high=shape[1] + 1, seed=seed, device=device)
+    lens[-1] = shape[1] + 2  # beyond L: nothing masked (and not clamped in place)
     expected = call_sequence_mask(sequence_mask, X, lens, value=-2.5).detach()
     dev64 = float64_device(device)
     out = call_sequence_mask(sequence_mask, X.to(dev64, torch.float64), lens.to(dev64), -2.5)

@@ -58,6 +58,7 @@ def causal_contract(causal_valid_lens, device, *, B, T):
     """The lengths are made on X's device (checked on meta) and valid_lens is left unchanged."""
     X = torch.zeros(B, T, 3, device="meta")
     lens = random_lengths(B, low=0, high=T + 2, seed=T, device=device)
+    lens[-1] = T + 2  # beyond T (and not to be clamped in place)
     for valid_lens in (None, lens.to("meta")):
         on_meta(
             lambda lens=valid_lens: causal_lengths(causal_valid_lens, X, lens),

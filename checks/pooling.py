@@ -4,7 +4,13 @@ import functools
 
 import torch
 
-from checks._contract import expect_gradients, float64_device, invoke, on_meta
+from checks._contract import (
+    expect_gradient_values,
+    expect_gradients,
+    float64_device,
+    invoke,
+    on_meta,
+)
 from checks._core import (
     CheckError,
     check,
@@ -77,6 +83,12 @@ def pooling_contract(nadaraya_watson, device, *, seed, m, n, reference=None):
     preds, _ = _call(nadaraya_watson, *leaves)
     named = dict(zip(("queries", "keys", "values"), leaves))
     expect_gradients(preds, named, f"nadaraya_watson ({shapes})", seed=seed)
+    expect_gradient_values(
+        lambda queries, keys, values: _call(nadaraya_watson, queries, keys, values)[0],
+        dict(zip(("queries", "keys", "values"), as64)),
+        f"nadaraya_watson ({shapes})",
+        seed=seed,
+    )
     metas = [t.to("meta") for t in (q, k, v)]
     on_meta(
         functools.partial(_call, nadaraya_watson, *metas), f"nadaraya_watson on meta ({shapes})"

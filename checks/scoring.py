@@ -4,6 +4,7 @@ import torch
 
 from checks._contract import (
     expect_dropout_pattern,
+    expect_gradient_values,
     expect_gradients,
     float64_device,
     invoke,
@@ -120,6 +121,12 @@ def module_contract(make, device, *, seed, B, m, n, dq, dk, dv=3, reference=None
     named = module_tensors(module, queries=q, keys=k, values=v)
     out, _ = attend(module, q, k, v, lens)
     expect_gradients(out, named, f"the forward ({shapes})", seed=seed)
+    expect_gradient_values(
+        lambda queries, keys, values: attend(module64, queries, keys, values, lens64)[0],
+        {"queries": q64, "keys": k64, "values": v64},
+        f"the forward ({shapes})",
+        seed=seed,
+    )
     # the device of tensors made inside
     meta = make("meta")
     qm, km, vm, lm = (t.detach().to("meta") for t in (q, k, v, lens))
@@ -312,6 +319,10 @@ def scores_contract(fn, device, *, seed, B, m, n, d, with_w, reference=None):
     named = dict(zip(("queries", "keys", "w"), leaves))
     out = call_scores(fn, *leaves)
     expect_gradients(out, {n: t for n, t in named.items() if t is not None}, shapes, seed=seed)
+    inputs = {n: t.detach().to(dev64, torch.float64) for n, t in named.items() if t is not None}
+    expect_gradient_values(
+        lambda queries, keys, w=None: call_scores(fn, queries, keys, w), inputs, shapes, seed=seed
+    )
     metas = [None if t is None else t.detach().to("meta") for t in (q, k, w)]
     on_meta(lambda: call_scores(fn, *metas), f"scores on the meta device ({shapes})")
 

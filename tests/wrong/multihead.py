@@ -383,3 +383,202 @@ def lengths_flattened(self, queries, keys, values, valid_lens=None):
         valid_lens = torch.repeat_interleave(valid_lens, self.num_heads)
     output = self.attention(queries, keys, values, valid_lens)
     return self.W_o(transpose_output(output, self.num_heads))
+
+
+# ----------------------------------------------------------------- classes that used to escape
+
+
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens": "causal_valid_lens(X of shape (2, 3, 3), [4, 5]) modified its input valid_lens in place: at index (0,) it was",
+        "causal_valid_lens.mask": "causal_valid_lens(X of shape (4, 7, 2), [8, 7, 1, 4]) modified its input valid_lens in place: at index (0,)",
+    },
+)
+def causal_lengths_clamped_in_place(X, valid_lens=None):
+    """clamp_ writes the clamped lengths back into the caller's valid_lens."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(1, T + 1, device=X.device).repeat(B, 1)
+    if valid_lens is None:
+        return lens
+    return torch.minimum(lens, valid_lens.clamp_(max=T)[:, None])
+
+
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens": "causal_valid_lens must return int64 lengths (the dtype of torch.arange and of valid_lens), got dtype",
+        "causal_valid_lens.mask": "causal_valid_lens must return int64 lengths (the dtype of torch.arange and of valid_lens), got dtype",
+    },
+)
+def causal_int32_lengths(X, valid_lens=None):
+    """int32 lengths where the specification says int64."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(1, T + 1, device=X.device, dtype=torch.int32).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.minimum(lens, valid_lens[:, None].int())
+    return lens
+
+
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens": "causal_valid_lens(X) is on device cpu, expected meta",
+        "causal_valid_lens.mask": "causal_valid_lens(X) is on device cpu, expected meta",
+    },
+)
+def causal_positions_on_the_cpu(X, valid_lens=None):
+    """torch.arange without device=: the lengths live on the CPU whatever X's device."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(1, T + 1).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.minimum(lens, valid_lens[:, None])
+    return lens
+
+
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens.perturbation": "with valid_lens [6, 3, 0]: output 0 of sequence 0 did not change when input 0 changed: position 0 must see",
+        "causal_valid_lens.mask": "for T=1, valid_lens=[1]: query 0 of sequence 0 may see keys [], expected [0]",
+    },
+)
+def causal_off_by_one(X, valid_lens=None):
+    """Query t gets t keys, not t + 1: it cannot see itself (query 0 sees nothing)."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(T, device=X.device).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.minimum(lens, valid_lens[:, None])
+    return lens
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 2) has dtype torch.float32, expected torch.float64",
+        "transpose_qkv.loop": "transpose_qkv(X, 3) has dtype torch.float32, expected torch.float64",
+    },
+)
+def split_forced_float32(X, num_heads):
+    """Casts to float32."""
+    B, T, H = X.shape
+    X = X.float().reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+    return X.reshape(B * num_heads, T, H // num_heads)
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 2): the output does not require grad although its inputs and parameters do, so nothing can",
+        "transpose_qkv.loop": "transpose_qkv(X, 3): the output does not require grad although its inputs and parameters do, so nothing can",
+    },
+)
+def split_through_data(X, num_heads):
+    """Reshapes X.data: the values are right, but no gradient flows back to the projections."""
+    B, T, H = X.shape
+    X = X.data.reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+    return X.reshape(B * num_heads, T, H // num_heads)
+
+
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(heads, 2) has dtype torch.float32, expected torch.float64",
+        "transpose_output.loop": "transpose_output(heads, 3) has dtype torch.float32, expected torch.float64",
+    },
+)
+def merge_forced_float32(X, num_heads):
+    """Casts to float32."""
+    BH, T, hs = X.shape
+    X = X.float().reshape(BH // num_heads, num_heads, T, hs).permute(0, 2, 1, 3)
+    return X.reshape(BH // num_heads, T, num_heads * hs)
+
+
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(X, 2): the output does not require grad although its inputs and parameters do, so nothing",
+        "transpose_output.loop": "transpose_output(X, 3): the output does not require grad although its inputs and parameters do, so nothing",
+    },
+)
+def merge_detached(X, num_heads):
+    """Detaches the heads: no gradient flows back to the attention."""
+    BH, T, hs = X.shape
+    X = X.detach().reshape(BH // num_heads, num_heads, T, hs).permute(0, 2, 1, 3)
+    return X.reshape(BH // num_heads, T, num_heads * hs)
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the output with valid_lens [5, 2] against SDPA per head: row batch=0, query=0 is wrong (6 of 6 rows differ)",
+        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=16, heads=4, bias=True, keys ≠ values, valid_lens=None): row",
+    },
+)
+def values_projected_from_keys(self, queries, keys, values, valid_lens=None):
+    """W_v applied to the keys: right whenever keys and values are the same tensor."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys_h = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(keys), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys_h, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "attention_weights has dtype torch.float32, expected torch.float64",
+        "MultiHeadAttention.torch": "attention_weights has dtype torch.float32, expected torch.float64",
+    },
+)
+def multihead_forced_float32(self, queries, keys, values, valid_lens=None):
+    """Casts the heads to float32."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads).float()
+    keys = transpose_qkv(self.W_k(keys), self.num_heads).float()
+    values = transpose_qkv(self.W_v(values), self.num_heads).float()
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads).to(self.W_o.weight.dtype))
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the forward (d=4, heads=2, B=2, m=2, n=3, bias=True): no gradient reached W_q.weight, W_q.bias, queries.",
+        "MultiHeadAttention.torch": "the forward (d=12, heads=3, B=3, m=4, n=6, bias=True): no gradient reached W_q.weight, W_q.bias, queries.",
+    },
+)
+def query_projection_without_grad(self, queries, keys, values, valid_lens=None):
+    """W_q under torch.no_grad(): the queries' projection never learns."""
+    with torch.no_grad():
+        queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "reading attention_weights failed ('MultiHeadAttention' object has no attribute 'attention_weights'): the",
+        "MultiHeadAttention.torch": "reading attention_weights failed ('MultiHeadAttention' object has no attribute 'attention_weights'): the",
+    },
+)
+def sdpa_instead_of_self_attention(self, queries, keys, values, valid_lens=None):
+    """Calls SDPA directly: the output is right, but attention_weights is never stored."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    mask = None
+    if valid_lens is not None:
+        lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+        lens = lens[:, None] if lens.dim() == 1 else lens
+        mask = torch.arange(keys.shape[1], device=keys.device) < lens[..., None]
+    output = torch.nn.functional.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
+    return self.W_o(transpose_output(output, self.num_heads))
