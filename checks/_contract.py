@@ -38,9 +38,11 @@ def float64_device(device) -> torch.device:
     return torch.device("cpu") if device.type == "mps" else device
 
 
-def _tensors(args, kwargs) -> list[tuple[str, torch.Tensor]]:
-    named = [(f"argument {i + 1}", a) for i, a in enumerate(args)]
-    named += [(k, v) for k, v in kwargs.items()]
+def _tensors(args, kwargs, names=None) -> list[tuple[str, torch.Tensor]]:
+    """The tensor arguments, each with its name (``names`` for the positional ones)."""
+    names = names or ()
+    named = [(names[i] if i < len(names) else f"argument {i + 1}", a) for i, a in enumerate(args)]
+    named += list(kwargs.items())
     return [(n, t) for n, t in named if isinstance(t, torch.Tensor)]
 
 
@@ -53,9 +55,7 @@ def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
         names: the names of the positional arguments (``("queries", "keys", ...)``).
         under: the function or class under test, to point at its line if it crashes.
     """
-    named = _tensors(args, kwargs)
-    if names:
-        named = [(names[i] if i < len(names) else n, t) for i, (n, t) in enumerate(named)]
+    named = _tensors(args, kwargs, names)
     before = [(n, t, _clone(t.detach()), t.dtype, tuple(t.shape)) for n, t in named]
     with calling(what, under if under is not None else fn):
         out = fn(*args, **kwargs)
@@ -167,7 +167,13 @@ def _device_error(message: str) -> CheckError:
 
 # What a device without data cannot do: read values. Code that needs them cannot be judged on
 # meta, so such a crash is no failure of the device check (the values checks test that code).
-_DATA_DEPENDENT = ("meta tensor", "meta device", "data-dependent", "cannot be called on meta")
+_DATA_DEPENDENT = (
+    "meta tensor",
+    "meta device",
+    "data-dependent",
+    "cannot be called on meta",
+    "register_meta",
+)
 
 
 def on_meta(call, what: str, under=None):
@@ -180,6 +186,10 @@ def on_meta(call, what: str, under=None):
         with _DeviceWatch():
             with calling(what, under):
                 out = call()
+    except NotImplementedError as err:  # calling() lets these through: an exercise not done yet
+        if any(s in str(err) for s in _DATA_DEPENDENT):
+            return None
+        raise
     except CheckError as err:
         cause = err.__cause__
         text = f"{type(cause).__name__}: {cause}" if cause is not None else ""

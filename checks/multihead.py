@@ -346,10 +346,13 @@ def diagnose(module, queries, keys, values, valid_lens) -> str:
     def at_output(_, args):
         seen["W_o"] = args[0]
 
-    hooks = [
-        module.attention.register_forward_hook(at_attention, with_kwargs=True),
-        module.W_o.register_forward_pre_hook(at_output),
-    ]
+    try:
+        hooks = [
+            module.attention.register_forward_hook(at_attention, with_kwargs=True),
+            module.W_o.register_forward_pre_hook(at_output),
+        ]
+    except AttributeError:  # no self.attention or W_o: the given __init__ was changed
+        return ""
     try:
         with torch.no_grad():
             module(queries, keys, values, valid_lens)

@@ -2,6 +2,7 @@
 
 import torch
 
+from checks._contract import float64_device
 from checks._core import (
     CheckError,
     calling,
@@ -140,19 +141,20 @@ def masked_softmax_every_dtype(masked_softmax, device):
         (torch.bfloat16, 2e-2),
         (torch.float64, 1e-6),
     ):
-        X = X32.to(dtype)
-        out = masked_softmax(X, lens)
+        dev = float64_device(device) if dtype == torch.float64 else device
+        X = X32.to(dev, dtype)
+        out = masked_softmax(X, lens.to(dev))
         expect_tensor(
             out,
             f"weights for {dtype} input",
             shape=(2, 3, 6),
             dtype=dtype,
-            device=device,
+            device=dev,
         )
         expect_finite(out, f"weights for {dtype} input")
         expect_close(
             out,
-            ref.to(device=device, dtype=dtype),
+            ref.to(device=dev, dtype=dtype),
             f"weights for {dtype} input",
             atol=tol,
             rtol=tol,

@@ -47,3 +47,14 @@ def masked_softmax_by_hand(X, valid_lens):
     exps = torch.where(mask, torch.exp(torch.where(mask, X - top, torch.zeros_like(X))), 0.0)
     total = exps.sum(-1, keepdim=True)
     return exps / torch.where(total > 0, total, torch.ones_like(total))
+
+
+@unusual("sequence_mask")
+def sequence_mask_row_by_row(X, valid_len, value=0):
+    """An explicit loop over the sequences, reading each length with .tolist()."""
+    rows = []
+    for row, n_valid in zip(X, valid_len.tolist()):
+        keep = torch.arange(X.shape[1], device=X.device) < n_valid
+        keep = keep.reshape(keep.shape + (1,) * (X.dim() - 2))
+        rows.append(torch.where(keep, row, torch.tensor(value, dtype=X.dtype, device=X.device)))
+    return torch.stack(rows)
