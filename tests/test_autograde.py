@@ -144,6 +144,17 @@ def with_wrong_answers(chapter, wrongs):
     return nb
 
 
+CASCADE_CHAPTER = "multi_head_attention"
+
+
+def cascade_notebook():
+    """The multi-head chapter with a transpose_qkv that raises (view after permute) and a
+    transpose_output that returns the wrong shape, but the reference MultiHeadAttention."""
+    split = next(w for w in wrong.load() if w.name == "view_after_permute")
+    merge = next(w for w in wrong.load() if w.name == "merge_keeps_heads")
+    return with_wrong_answers(CASCADE_CHAPTER, [split, merge])
+
+
 def student_checks_that_always_fail() -> str:
     return "raise RuntimeError('a student copy of checks/ was imported')\n"
 
@@ -162,6 +173,8 @@ def course(tmp_path_factory):
         )
     for student, (chapter, answers) in (PACKED | PACKED_UNUSUAL).items():
         nbformat.write(with_wrong_answers(chapter, answers), subs / f"{student}.ipynb")
+    if CASCADE_CHAPTER in CHAPTERS:
+        nbformat.write(cascade_notebook(), subs / f"cascade_{CASCADE_CHAPTER}.ipynb")
     layout = subs / "layout_student" / LAYOUT_CHAPTER
     layout.mkdir(parents=True)
     shutil.copy(nbs.notebook_path(LAYOUT_CHAPTER), layout / "whatever-the-lms-called-it.ipynb")
@@ -234,6 +247,19 @@ def test_unusual_answer_keeps_full_marks(course, answer):
     for grade_id in cells:
         got, top = score(course, student, chapter, grade_id)
         assert top > 0 and got == top, f"{answer.name} ({student}) got {got} of {top} on {grade_id}"
+
+
+@pytest.mark.skipif(CASCADE_CHAPTER not in CHAPTERS, reason="chapter not selected")
+def test_a_wrong_earlier_exercise_costs_nothing_in_a_later_one(course):
+    """With transpose_qkv and transpose_output wrong, does a right MultiHeadAttention keep full
+    marks (the checks use their own transposes) while 7.2 loses its points?"""
+    student, chapter = f"cascade_{CASCADE_CHAPTER}", CASCADE_CHAPTER
+    for grade_id in graded_cells(chapter):
+        got, top = score(course, student, chapter, grade_id)
+        if "MultiHeadAttention" in grade_id:
+            assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
+        if "transpose" in grade_id:
+            assert got < top, f"{grade_id}: {got} of {top}"
 
 
 def test_grades_csv_lists_every_submission(course):

@@ -582,3 +582,18 @@ def sdpa_instead_of_self_attention(self, queries, keys, values, valid_lens=None)
         mask = torch.arange(keys.shape[1], device=keys.device) < lens[..., None]
     output = torch.nn.functional.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
     return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X of shape (2, 3, 6), 3) raised RuntimeError: view size is not compatible with input tensor's",
+        "transpose_qkv.loop": "transpose_qkv(X of shape (3, 5, 12), 3) raised RuntimeError: view size is not compatible with input tensor's",
+    },
+)
+def view_after_permute(X, num_heads):
+    """view on the non-contiguous tensor that permute returns: a RuntimeError (it used to cost
+    Exercise 7.3 its points as well)."""
+    B, T, H = X.shape
+    X = X.reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+    return X.view(B * num_heads, T, H // num_heads)
