@@ -63,7 +63,15 @@ def signed_line(group: str, names: list[str], sign) -> str:
 
 
 class CheckError(AssertionError):
-    """A check found a wrong answer. The message says what and where."""
+    """A check found a wrong answer. The message says what and where.
+
+    In a notebook, IPython shows it as ``CheckError: <message>`` alone: the frames of
+    the checks (the grader's paths) say nothing to a student, and the message already
+    names the line of their code that failed.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 class CheckInternalError(Exception):
@@ -404,7 +412,7 @@ def expect_tensor(x, name: str, *, shape=None, dtype=None, device=None) -> None:
 def _fmt_row(row: torch.Tensor) -> str:
     vals = row.detach().double().cpu().reshape(-1).tolist()[:8]
     more = ", …" if row.numel() > 8 else ""
-    return "[" + ", ".join(f"{v:.4g}" for v in vals) + more + "]"
+    return "[" + ", ".join(f"{v:.6g}" for v in vals) + more + "]"
 
 
 def _where(index: tuple[int, ...], labels) -> str:
@@ -444,7 +452,10 @@ def expect_close(
     if not bool(bad.any()):
         return
     if a.dim() == 0:
-        raise CheckError(f"{name} is {a.item():.6g}, expected {e.item():.6g}")
+        raise CheckError(
+            f"{name} is {a.item():.10g}, expected {e.item():.10g} "
+            f"(tolerance {atol:.0e} + {rtol:.0e}·|expected|)"
+        )
     rows_bad = bad.reshape(-1, a.shape[-1]).any(dim=-1)
     first = int(torch.nonzero(rows_bad)[0])
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(first), a.shape[:-1]))
@@ -456,7 +467,22 @@ def expect_close(
     raise CheckError(
         f"{name}: {where} wrong{extra}{nan_note}\n"
         f"      expected {_fmt_row(row_e)}\n"
-        f"      actual   {_fmt_row(row_a)}"
+        f"      actual   {_fmt_row(row_a)}\n"
+        f"      {_largest_error(a, e, atol, rtol)}"
+    )
+
+
+def _largest_error(a: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> str:
+    """``largest absolute error 3.1e-02 at (0, 1, 2) (expected 0.25, actual 0.2810); tolerance …``."""
+    diff = _abs(a - e)
+    diff = torch.where(_isnan(a) & _isnan(e), torch.zeros_like(diff), diff)
+    diff = torch.where(_isnan(diff), torch.full_like(diff, math.inf), diff)
+    flat = int(torch.argmax(diff.reshape(-1)))
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape))
+    return (
+        f"largest absolute error {diff.reshape(-1)[flat].item():.3g} at {shape_str(index)} "
+        f"(expected {e.reshape(-1)[flat].item():.10g}, actual {a.reshape(-1)[flat].item():.10g}); "
+        f"tolerance {atol:.0e} + {rtol:.0e}·|expected|"
     )
 
 

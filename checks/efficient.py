@@ -1,14 +1,20 @@
 """Visible checks for the chapter "Efficient attention"."""
 
+import functools
+
 import torch
 
-from checks._core import CheckError, check, expect_tensor, shape_str
+from checks._contract import invoke, on_meta
+from checks._core import CheckError, check, expect_tensor, random_lengths, shape_str
 
 
 def get_mask(valid_lens_to_mask, valid_lens, num_queries, num_keys, shape):
     """Call the student's function; check a boolean tensor of ``shape`` on the lengths' device."""
-    call = f"valid_lens_to_mask({valid_lens.tolist()}, {num_queries}, {num_keys})"
-    mask = valid_lens_to_mask(valid_lens, num_queries, num_keys)
+    lens = valid_lens.tolist() if valid_lens.device.type != "meta" else shape_str(valid_lens.shape)
+    call = f"valid_lens_to_mask({lens}, {num_queries}, {num_keys})"
+    mask = invoke(
+        valid_lens_to_mask, valid_lens, num_queries, num_keys, what=call, names=("valid_lens",)
+    )
     expect_tensor(mask, call, device=valid_lens.device)
     if mask.dtype != torch.bool:
         raise CheckError(
@@ -51,3 +57,22 @@ def one_length_per_query(valid_lens_to_mask, device):
         [[[1, 0, 0, 0], [1, 1, 1, 1]], [[1, 1, 0, 0], [0, 0, 0, 0]]], device=device
     ).bool()
     expect_mask(mask, expected[:, None], "valid_lens_to_mask([[1, 4], [2, 0]], 2, 4)")
+
+
+def mask_contract(valid_lens_to_mask, device, *, seed, B, m, n):
+    """valid_lens left unchanged (lengths beyond n too), and the mask made on its device (meta)."""
+    for shape in ((B,), (B, m)):
+        lens = random_lengths(*shape, low=0, high=n + 3, seed=seed, device=device)
+        lens.view(-1)[-1] = n + 3  # beyond n: attends every key (and is not clamped in place)
+        out = (B, 1, m if len(shape) == 2 else 1, n)
+        get_mask(valid_lens_to_mask, lens, m, n, out)
+        on_meta(
+            functools.partial(get_mask, valid_lens_to_mask, lens.to("meta"), m, n, out),
+            f"valid_lens_to_mask on the meta device (lengths of shape {shape_str(shape)})",
+        )
+
+
+@check("valid_lens_to_mask")
+def mask_properties(valid_lens_to_mask, device):
+    """Is valid_lens left unchanged (lengths beyond n too), and the mask made on its device, not the CPU?"""
+    mask_contract(valid_lens_to_mask, device, seed=3, B=2, m=3, n=4)

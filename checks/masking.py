@@ -1,13 +1,21 @@
 """Visible checks for the chapter "Masking"."""
 
+import functools
+
 import torch
 
+from checks._contract import expect_gradients, float64_device, invoke, on_meta
 from checks._core import (
+    CheckError,
     calling,
     check,
     expect_close,
+    expect_finite,
     expect_tensor,
     expect_unchanged,
+    random_lengths,
+    random_tensor,
+    shape_str,
     softmax_list,
 )
 
@@ -110,3 +118,97 @@ def empty_rows(masked_softmax, device):
     expect_tensor(out, name, shape=(2, 2, 4), dtype=torch.float32, device=device)
     expected = torch.tensor(masked_rows(WORKED_X, [[0, 0], [2, 2]]), device=device)
     expect_close(out, expected, name, labels=("batch", "query"))
+
+
+def masked(masked_softmax, X, valid_lens):
+    """masked_softmax(X, valid_lens), inputs unchanged, output of X's shape, dtype and device."""
+    lens = "None" if valid_lens is None else f"valid_lens {shape_str(valid_lens.shape)}"
+    what = f"masked_softmax(X {shape_str(X.shape)} {X.dtype}, {lens})"
+    out = invoke(masked_softmax, X, valid_lens, what=what, names=("X", "valid_lens"))
+    expect_tensor(out, what, shape=X.shape, dtype=X.dtype, device=X.device)
+    return out
+
+
+def masked_softmax_contract(masked_softmax, device, *, seed, B, m, n, reference):
+    """Every dtype kept and right, gradients to X (zero where masked), nothing made on the CPU.
+
+    Args:
+        reference: ``reference(X, valid_lens)`` gives the float64 weights on the CPU.
+    """
+    X = random_tensor(B, m, n, seed=seed, device=device, scale=2.0)
+    lens = random_lengths(B, m, low=0, high=n, seed=seed, device=device)
+    lens[0, 0] = 0  # a row with no valid key
+    lens[-1, -1] = (
+        n + 2
+    )  # a length beyond the keys: masks nothing (and must not be clamped in place)
+    ref = reference(X, lens)
+    dev64 = float64_device(device)
+    for dtype, dev, tol in (
+        (torch.float64, dev64, 1e-6),
+        (torch.float16, device, 2e-3),
+        (torch.bfloat16, device, 2e-2),
+    ):
+        out = masked(masked_softmax, X.to(dev, dtype), lens.to(dev))
+        expect_finite(out, f"weights for {dtype} input")
+        expect_close(
+            out,
+            ref.to(dev, dtype),
+            f"weights for {dtype} input",
+            atol=tol,
+            rtol=tol,
+            labels=("batch", "query"),
+        )
+    leaf = X.clone().requires_grad_()
+    weights = masked(masked_softmax, leaf, lens)
+    expect_gradients(weights, {"X": leaf}, f"masked_softmax (B={B}, m={m}, n={n})", seed=seed)
+    keep = torch.arange(n, device=device) < lens[..., None]
+    leaked = (leaf.grad.abs() * ~keep).amax()
+    if leaked.item() != 0:
+        raise CheckError(
+            f"masked scores got a gradient as large as {leaked.item():.3g}: they change nothing "
+            "in the output, so their gradient must be exactly 0"
+        )
+    Xm, lm = X.to("meta"), lens.to("meta")
+    on_meta(functools.partial(masked, masked_softmax, Xm, lm), "masked_softmax on meta")
+
+
+def worked_reference(X, lens):
+    return torch.tensor(masked_rows(X.double().cpu().tolist(), lens.cpu().tolist()))
+
+
+@check("masked_softmax")
+def masked_softmax_properties(masked_softmax, device):
+    """float64, float16 and bfloat16 kept and right, X and valid_lens unchanged, gradients zero where masked, no tensor made on the CPU?"""
+    masked_softmax_contract(
+        masked_softmax, device, seed=5, B=2, m=3, n=4, reference=worked_reference
+    )
+
+
+def call_sequence_mask(sequence_mask, X, valid_len, value=0):
+    """sequence_mask(X, valid_len, value), inputs unchanged, output of X's shape, dtype, device."""
+    what = f"sequence_mask(X {shape_str(X.shape)} {X.dtype}, valid_len, value={value})"
+    out = invoke(sequence_mask, X, valid_len, what=what, names=("X", "valid_len"), value=value)
+    expect_tensor(out, what, shape=X.shape, dtype=X.dtype, device=X.device)
+    return out
+
+
+def sequence_mask_contract(sequence_mask, device, *, seed, shape):
+    """float64 kept, gradients reach X, inputs unchanged, nothing made on the CPU."""
+    X = random_tensor(*shape, seed=seed, device=device)
+    lens = random_lengths(shape[0], low=0, high=shape[1] + 1, seed=seed, device=device)
+    lens[-1] = shape[1] + 2  # beyond L: nothing masked (and not clamped in place)
+    expected = call_sequence_mask(sequence_mask, X, lens, value=-2.5).detach()
+    dev64 = float64_device(device)
+    out = call_sequence_mask(sequence_mask, X.to(dev64, torch.float64), lens.to(dev64), -2.5)
+    expect_close(out, expected.to(dev64, torch.float64), f"sequence_mask of a float64 X {shape}")
+    leaf = X.clone().requires_grad_()
+    out = call_sequence_mask(sequence_mask, leaf, lens)
+    expect_gradients(out, {"X": leaf}, f"sequence_mask (X of shape {shape})", seed=seed)
+    Xm, lm = X.to("meta"), lens.to("meta")
+    on_meta(functools.partial(call_sequence_mask, sequence_mask, Xm, lm), "sequence_mask on meta")
+
+
+@check("sequence_mask")
+def sequence_mask_properties(sequence_mask, device):
+    """float64 kept, gradients reach X, inputs unchanged, no tensor made on the CPU?"""
+    sequence_mask_contract(sequence_mask, device, seed=3, shape=(3, 4, 2))

@@ -1,8 +1,25 @@
 """Visible checks for the chapter "Attention pooling"."""
 
+import functools
+
 import torch
 
-from checks._core import CheckError, check, expect_close, expect_tensor, softmax_list
+from checks._contract import (
+    expect_gradient_values,
+    expect_gradients,
+    float64_device,
+    invoke,
+    on_meta,
+)
+from checks._core import (
+    CheckError,
+    check,
+    expect_close,
+    expect_tensor,
+    random_tensor,
+    shape_str,
+    softmax_list,
+)
 
 
 class BadReturn(CheckError):
@@ -14,10 +31,68 @@ class BadReturn(CheckError):
 
 
 def _call(nadaraya_watson, queries, keys, values, **kwargs):
-    out = nadaraya_watson(queries, keys, values, **kwargs)
+    what = (
+        f"nadaraya_watson(queries {shape_str(queries.shape)}, keys {shape_str(keys.shape)}, "
+        f"values {shape_str(values.shape)}, {queries.dtype})"
+    )
+    names = ("queries", "keys", "values")
+    out = invoke(nadaraya_watson, queries, keys, values, what=what, names=names, **kwargs)
     if not (isinstance(out, tuple) and len(out) == 2):
         raise BadReturn(out)
+    m, n = queries.shape[0], keys.shape[0]
+    expect_tensor(
+        out[0],
+        f"predictions (m={m}, n={n})",
+        shape=(m,),
+        dtype=queries.dtype,
+        device=queries.device,
+    )
+    expect_tensor(
+        out[1],
+        f"attention_weights (m={m}, n={n})",
+        shape=(m, n),
+        dtype=queries.dtype,
+        device=queries.device,
+    )
     return out
+
+
+def pooling_contract(nadaraya_watson, device, *, seed, m, n, reference=None):
+    """float64 in and out, gradients to queries, keys and values, nothing made on the CPU.
+
+    Args:
+        reference: ``reference(q, k, v)`` gives float64 (predictions, weights) on the CPU.
+    """
+    dev64 = float64_device(device)
+    q = random_tensor(m, seed=seed, device=device, scale=2.0)
+    k = random_tensor(n, seed=seed + 1, device=device, scale=2.0)
+    v = random_tensor(n, seed=seed + 2, device=device)
+    shapes = f"m={m}, n={n}"
+    preds32, weights32 = _call(nadaraya_watson, q, k, v)
+    as64 = [t.to(dev64, torch.float64) for t in (q, k, v)]
+    preds64, weights64 = _call(nadaraya_watson, *as64)
+    if reference is not None:
+        ref_p, ref_w = (t.to(dev64) for t in reference(*(t.cpu() for t in as64)))
+        tol = dict(atol=1e-9, rtol=1e-9)
+    else:
+        ref_p, ref_w = (t.detach().to(dev64, torch.float64) for t in (preds32, weights32))
+        tol = dict(atol=1e-4, rtol=1e-3)
+    expect_close(weights64, ref_w, f"float64 attention_weights ({shapes})", **tol)
+    expect_close(preds64, ref_p, f"float64 predictions ({shapes})", **tol)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    preds, _ = _call(nadaraya_watson, *leaves)
+    named = dict(zip(("queries", "keys", "values"), leaves))
+    expect_gradients(preds, named, f"nadaraya_watson ({shapes})", seed=seed)
+    expect_gradient_values(
+        lambda queries, keys, values: _call(nadaraya_watson, queries, keys, values)[0],
+        dict(zip(("queries", "keys", "values"), as64)),
+        f"nadaraya_watson ({shapes})",
+        seed=seed,
+    )
+    metas = [t.to("meta") for t in (q, k, v)]
+    on_meta(
+        functools.partial(_call, nadaraya_watson, *metas), f"nadaraya_watson on meta ({shapes})"
+    )
 
 
 @check("nadaraya_watson")
@@ -61,3 +136,9 @@ def bandwidth(nadaraya_watson, device):
         "attention_weights (σ = 0.5)",
         labels=("query",),
     )
+
+
+@check("nadaraya_watson")
+def pooling_properties(nadaraya_watson, device):
+    """float64 in and out, gradients to queries, keys and values, inputs unchanged, no tensor made on the CPU?"""
+    pooling_contract(nadaraya_watson, device, seed=3, m=3, n=4)

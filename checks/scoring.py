@@ -2,12 +2,23 @@
 
 import torch
 
+from checks._contract import (
+    expect_dropout_pattern,
+    expect_gradient_values,
+    expect_gradients,
+    float64_device,
+    invoke,
+    module_tensors,
+    on_meta,
+    seeded,
+)
 from checks._core import (
     CheckError,
-    calling,
     check,
     expect_close,
     expect_tensor,
+    random_lengths,
+    random_tensor,
     shape_str,
     softmax_list,
 )
@@ -25,7 +36,7 @@ def describe_lengths(valid_lens) -> str:
     """valid_lens as a list if it is short, else by its shape."""
     if valid_lens is None:
         return "None"
-    if valid_lens.numel() <= 8:
+    if valid_lens.numel() <= 8 and valid_lens.device.type != "meta":
         return str(valid_lens.tolist())
     return f"of shape {shape_str(valid_lens.shape)}"
 
@@ -43,8 +54,9 @@ def attend(module, queries, keys, values, valid_lens=None):
     )
     before = getattr(module, "attention_weights", None)
     try:
-        with calling(what, type(module)):
-            out = module(queries, keys, values, valid_lens)
+        out = invoke(
+            module, queries, keys, values, valid_lens, what=what, names=QKV, under=type(module)
+        )
     except CheckError as crash:
         weights = getattr(module, "attention_weights", None)
         if (
@@ -58,12 +70,87 @@ def attend(module, queries, keys, values, valid_lens=None):
                 f"then {crash}"
             ) from crash
         raise
-    expect_tensor(out, "the output", shape=(B, m, v), device=queries.device)
+    expect_tensor(out, "the output", shape=(B, m, v), dtype=queries.dtype, device=queries.device)
     weights = getattr(module, "attention_weights", None)
     if weights is None:
         raise CheckError("forward must store the weights in self.attention_weights")
-    expect_tensor(weights, "attention_weights", shape=(B, m, n), device=queries.device)
+    expect_tensor(
+        weights, "attention_weights", shape=(B, m, n), dtype=queries.dtype, device=queries.device
+    )
     return out, weights
+
+
+QKV = ("queries", "keys", "values", "valid_lens")
+
+
+def module_contract(make, device, *, seed, B, m, n, dq, dk, dv=3, reference=None):
+    """The properties every attention module has, whatever its score (float64, gradients, device).
+
+    - float64 in, float64 out (weights too), equal to ``reference`` (float64 weights and
+      output from the module's parameters) or else to the module's own float32 result;
+    - a gradient reaches every parameter and the queries, keys and values;
+    - on another device (``meta``) nothing is made on the CPU.
+    Every call also checks that the inputs are left unchanged (:func:`attend`).
+
+    Args:
+        make: ``make(device)`` returns the module (eval mode, dropout 0) on ``device``.
+        reference: ``reference(module, q, k, v, valid_lens)`` returns float64 (weights, output).
+    """
+    dev64 = float64_device(device)
+    q = random_tensor(B, m, dq, seed=seed, device=device)
+    k = random_tensor(B, n, dk, seed=seed + 1, device=device)
+    v = random_tensor(B, n, dv, seed=seed + 2, device=device)
+    lens = random_lengths(B, low=1, high=n, seed=seed, device=device)
+    shapes = f"B={B}, m={m}, n={n}, queries of size {dq}, keys {dk}, values {dv}"
+    module = make(device)
+    out32, w32 = attend(module, q, k, v, lens)
+    module64 = make(dev64).double()
+    q64, k64, v64, lens64 = (t.to(dev64) for t in (q.double(), k.double(), v.double(), lens))
+    out64, w64 = attend(module64, q64, k64, v64, lens64)
+    if reference is not None:
+        ref_w, ref_out = reference(module64, q64, k64, v64, lens64)
+        ref_w, ref_out = ref_w.to(dev64), ref_out.to(dev64)
+    else:
+        ref_w, ref_out = w32.detach().to(dev64).double(), out32.detach().to(dev64).double()
+    tol = dict(atol=1e-6, rtol=1e-5) if reference is not None else dict(atol=1e-4, rtol=1e-3)
+    expect_close(w64, ref_w, f"float64 attention_weights ({shapes})", **tol)
+    expect_close(out64, ref_out, f"the float64 output ({shapes})", **tol)
+    # gradients
+    module = make(device)
+    q, k, v = (t.clone() for t in (q, k, v))
+    named = module_tensors(module, queries=q, keys=k, values=v)
+    out, _ = attend(module, q, k, v, lens)
+    expect_gradients(out, named, f"the forward ({shapes})", seed=seed)
+    expect_gradient_values(
+        lambda queries, keys, values: attend(module64, queries, keys, values, lens64)[0],
+        {"queries": q64, "keys": k64, "values": v64},
+        f"the forward ({shapes})",
+        seed=seed,
+    )
+    # the device of tensors made inside
+    meta = make("meta")
+    qm, km, vm, lm = (t.detach().to("meta") for t in (q, k, v, lens))
+    on_meta(lambda: attend(meta, qm, km, vm, lm), f"the forward on the meta device ({shapes})")
+
+
+def dropout_contract(make, device, *, seed, B=4, m=6, n=8, dq=4, dk=4, p=0.5):
+    """In training, dropout(p) zeroes a fraction ≈ p of the weights and divides the rest by 1 - p.
+
+    The values are the identity, so the output *is* the dropped weights. In eval mode the
+    output is the weights themselves. ``attention_weights`` holds the weights before dropout.
+    """
+    module = make(device, p)
+    q = random_tensor(B, m, dq, seed=seed, device=device)
+    k = random_tensor(B, n, dk, seed=seed + 1, device=device)
+    v = torch.eye(n, device=device).expand(B, n, n).contiguous()
+    lens = random_lengths(B, low=2, high=n, seed=seed, device=device)
+    what = f"(p={p}, B={B}, m={m}, n={n}, values = identity so that the output is the weights)"
+    out, weights = attend(module.eval(), q, k, v, lens)
+    expect_close(out, weights, f"the output in eval mode {what}: dropout must be off")
+    with seeded(seed):
+        out, weights = attend(module.train(), q, k, v, lens)
+    module.eval()
+    expect_dropout_pattern(out, weights, p, f"the output in train mode {what}")
 
 
 def identical_keys_example(device):
@@ -175,7 +262,8 @@ def sum_scores_small_example(sum_scores, device):
     keys = torch.tensor([[[1.0, 1.0], [2.0, 0.0], [0.0, 3.0]]], device=device)
     w = torch.tensor([1.0, 2.0], device=device)
     expected = torch.tensor([[[1 + 3.0, 1 + 2, 1 + 6], [2 + 3.0, 2 + 2, 2 + 6]]], device=device)
-    expect_close(sum_scores(queries, keys, w), expected, "sum_scores", labels=("batch", "query"))
+    scores = call_scores(sum_scores, queries, keys, w)
+    expect_close(scores, expected, "sum_scores", labels=("batch", "query"))
 
 
 @check("vector_sum_answer")
@@ -192,6 +280,132 @@ def distance_small_example(distance_scores, device):
     queries = torch.tensor([[[0.0, 0.0], [1.0, 1.0]]], device=device)
     keys = torch.tensor([[[0.0, 0.0], [3.0, 4.0], [1.0, 0.0]]], device=device)
     expected = torch.tensor([[[0.0, -12.5, -0.5], [-1.0, -6.5, -0.5]]], device=device)
-    expect_close(
-        distance_scores(queries, keys), expected, "distance_scores", labels=("batch", "query")
+    scores = call_scores(distance_scores, queries, keys)
+    expect_close(scores, expected, "distance_scores", labels=("batch", "query"))
+
+
+def call_scores(fn, q, k, w=None):
+    """Call sum_scores(q, k, w) or distance_scores(q, k); check (B, m, n) in q's dtype and device."""
+    args = (q, k) if w is None else (q, k, w)
+    name = "distance_scores" if w is None else "sum_scores"
+    what = f"{name} on queries {shape_str(q.shape)}, keys {shape_str(k.shape)}, {q.dtype}"
+    out = invoke(fn, *args, what=what, names=("queries", "keys", "w"))
+    shape = (q.shape[0], q.shape[1], k.shape[1])
+    expect_tensor(out, f"{name}(queries, keys)", shape=shape, dtype=q.dtype, device=q.device)
+    return out
+
+
+def scores_contract(fn, device, *, seed, B, m, n, d, with_w, reference=None):
+    """float64 in, float64 out; gradients reach queries, keys (and w); nothing made on the CPU.
+
+    Args:
+        reference: ``reference(q, k, w)`` gives the float64 scores, or None to compare
+            float64 with the function's own float32 result.
+    """
+    dev64 = float64_device(device)
+    q = random_tensor(B, m, d, seed=seed, device=device)
+    k = random_tensor(B, n, d, seed=seed + 1, device=device)
+    w = random_tensor(d, seed=seed + 2, device=device) if with_w else None
+    shapes = f"B={B}, m={m}, n={n}, d={d}"
+    out32 = call_scores(fn, q, k, w)
+    as64 = [None if t is None else t.to(dev64, torch.float64) for t in (q, k, w)]
+    out64 = call_scores(fn, *as64)
+    if reference is not None:
+        expect_close(out64, reference(*as64).to(dev64), f"float64 scores ({shapes})", atol=1e-6)
+    else:
+        ref = out32.detach().to(dev64, torch.float64)
+        expect_close(out64, ref, f"float64 scores ({shapes})", atol=1e-4, rtol=1e-3)
+    leaves = [None if t is None else t.clone().requires_grad_() for t in (q, k, w)]
+    named = dict(zip(("queries", "keys", "w"), leaves))
+    out = call_scores(fn, *leaves)
+    expect_gradients(out, {n: t for n, t in named.items() if t is not None}, shapes, seed=seed)
+    inputs = {n: t.detach().to(dev64, torch.float64) for n, t in named.items() if t is not None}
+    expect_gradient_values(
+        lambda queries, keys, w=None: call_scores(fn, queries, keys, w), inputs, shapes, seed=seed
     )
+    metas = [None if t is None else t.detach().to("meta") for t in (q, k, w)]
+    on_meta(lambda: call_scores(fn, *metas), f"scores on the meta device ({shapes})")
+
+
+# ----------------------------------------------------------------- every module and function
+# Visible samples of the properties the hidden checks test more widely: float64, gradients,
+# inputs left unchanged, no tensor made on the CPU, dropout with 0 < p < 1.
+
+
+@check("AdditiveAttention")
+def additive_contract(AdditiveAttention, device):
+    """float64 in and out, gradients to every parameter and input, inputs unchanged, no tensor made on the CPU?"""
+    module_contract(
+        lambda dev: build(AdditiveAttention, 4, 3, 6, 0.0, seed=11, device=dev),
+        device,
+        seed=11,
+        B=2,
+        m=3,
+        n=4,
+        dq=3,
+        dk=4,
+    )
+
+
+@check("AdditiveAttention")
+def additive_dropout_half(AdditiveAttention, device):
+    """With dropout=0.5 in training, is a fraction ≈ 0.5 of the weights zeroed and the rest doubled, once?"""
+    dropout_contract(
+        lambda dev, p: build(AdditiveAttention, 4, 4, 6, p, seed=12, device=dev), device, seed=12
+    )
+
+
+@check("DotProductAttention")
+def dot_contract(DotProductAttention, device):
+    """float64 in and out, gradients to the queries, keys and values, inputs unchanged, no tensor made on the CPU?"""
+    module_contract(
+        lambda dev: build(DotProductAttention, 0.0, device=dev),
+        device,
+        seed=13,
+        B=2,
+        m=3,
+        n=4,
+        dq=5,
+        dk=5,
+    )
+
+
+@check("DotProductAttention")
+def dot_dropout_half(DotProductAttention, device):
+    """With dropout=0.5 in training, is a fraction ≈ 0.5 of the weights zeroed and the rest doubled, once?"""
+    dropout_contract(lambda dev, p: build(DotProductAttention, p, device=dev), device, seed=14)
+
+
+@check("BilinearAttention")
+def bilinear_contract(BilinearAttention, device):
+    """float64 in and out, gradients to W and every input, inputs unchanged, no tensor made on the CPU?"""
+    module_contract(
+        lambda dev: build(BilinearAttention, 3, 4, 0.0, seed=15, device=dev),
+        device,
+        seed=15,
+        B=2,
+        m=3,
+        n=4,
+        dq=3,
+        dk=4,
+    )
+
+
+@check("BilinearAttention")
+def bilinear_dropout_half(BilinearAttention, device):
+    """With dropout=0.5 in training, is a fraction ≈ 0.5 of the weights zeroed and the rest doubled, once?"""
+    dropout_contract(
+        lambda dev, p: build(BilinearAttention, 4, 4, p, seed=16, device=dev), device, seed=16
+    )
+
+
+@check("sum_scores")
+def sum_scores_contract(sum_scores, device):
+    """float64 in and out, gradients to queries, keys and w, inputs unchanged, no tensor made on the CPU?"""
+    scores_contract(sum_scores, device, seed=17, B=2, m=3, n=4, d=2, with_w=True)
+
+
+@check("distance_scores")
+def distance_contract(distance_scores, device):
+    """float64 in and out, gradients to queries and keys, inputs unchanged, no tensor made on the CPU?"""
+    scores_contract(distance_scores, device, seed=18, B=2, m=3, n=4, d=2, with_w=False)

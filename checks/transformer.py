@@ -1,9 +1,28 @@
 """Visible checks for the chapter "The transformer block"."""
 
+import functools
+
 import torch
 
-from checks._core import CheckError, check, expect_close, expect_tensor, random_tensor
-from checks.scoring import build
+from checks._contract import (
+    expect_dropout_pattern,
+    expect_gradients,
+    float64_device,
+    invoke,
+    module_tensors,
+    on_meta,
+    seeded,
+)
+from checks._core import (
+    CheckError,
+    check,
+    expect_close,
+    expect_tensor,
+    random_lengths,
+    random_tensor,
+    shape_str,
+)
+from checks.scoring import build, describe_lengths
 
 
 def make_block(TransformerBlock, norm_first, *, seed, device, dropout=0.0, bias=True, d=8):
@@ -43,8 +62,9 @@ def layer_norm(X, norm):
 
 
 def call(block, X, valid_lens=None):
-    """Call the block; check that the output has the shape, dtype and device of X."""
-    out = block(X, valid_lens)
+    """Call the block; check that the output has the shape, dtype and device of X, and X is unchanged."""
+    what = f"the forward on X {shape_str(X.shape)}, valid_lens {describe_lengths(valid_lens)}"
+    out = invoke(block, X, valid_lens, what=what, names=("X", "valid_lens"), under=type(block))
     expect_tensor(out, "the output", shape=X.shape, dtype=X.dtype, device=X.device)
     return out
 
@@ -56,6 +76,58 @@ def silence_sublayers(block):
             linear.weight.zero_()
             if linear.bias is not None:
                 linear.bias.zero_()
+
+
+def block_contract(TransformerBlock, device, *, seed, d, B, T, reference=None):
+    """float64 in and out, gradients to every parameter and X, nothing made on the CPU, pre and post.
+
+    Args:
+        reference: ``reference(block64, X, valid_lens)`` gives the float64 output.
+    """
+    dev64 = float64_device(device)
+    X = random_tensor(B, T, d, seed=seed, device=device)
+    lens = random_lengths(B, low=1, high=T, seed=seed, device=device)
+    for norm_first in (False, True):
+        name = f"{'pre' if norm_first else 'post'}-norm, B={B}, T={T}, d={d}"
+        make = functools.partial(make_block, TransformerBlock, norm_first, seed=seed, d=d)
+        out32 = call(make(device=device), X, lens)
+        block64 = make(device=dev64).double()
+        out64 = call(block64, X.to(dev64, torch.float64), lens.to(dev64))
+        if reference is not None:
+            expected = reference(block64, X.to(dev64, torch.float64), lens.to(dev64))
+            tol = dict(atol=1e-6, rtol=1e-5)
+        else:
+            expected, tol = out32.detach().to(dev64, torch.float64), dict(atol=1e-4, rtol=1e-3)
+        expect_close(
+            out64, expected, f"the float64 output ({name})", labels=("batch", "position"), **tol
+        )
+        block = make(device=device)
+        leaf = X.clone()
+        named = module_tensors(block, X=leaf)
+        expect_gradients(call(block, leaf, lens), named, f"the forward ({name})", seed=seed)
+        meta, Xm, lm = make(device="meta"), X.to("meta"), lens.to("meta")
+        on_meta(functools.partial(call, meta, Xm, lm), f"the forward on the meta device ({name})")
+
+
+def sublayer_dropout(TransformerBlock, device, *, seed, p, B=4, T=6, d=8):
+    """Pre-norm, with one sublayer silenced: X_out - X is the other sublayer's output after
+    dropout(p), which must zero a fraction ≈ p of it and divide the rest by 1 - p, once."""
+    X = random_tensor(B, T, d, seed=seed, device=device)
+    lens = torch.full((B,), T, device=device)
+    for silent, other in (("ffn", "attention"), ("attention", "FFN")):
+        block = make_block(TransformerBlock, True, seed=seed, device=device, dropout=p, d=d)
+        block.attention.attention.dropout.p = 0.0  # the weights' dropout: only the sublayer's here
+        with torch.no_grad():
+            linear = block.ffn.dense2 if silent == "ffn" else block.attention.W_o
+            linear.weight.zero_()
+            if linear.bias is not None:
+                linear.bias.zero_()
+        what = f"X_out - X of a pre-norm block with a silent {silent} (the {other} sublayer), p={p}"
+        clean = call(block.eval(), X, lens) - X
+        with seeded(seed):
+            noisy = call(block.train(), X, lens) - X
+        block.eval()
+        expect_dropout_pattern(noisy, clean, p, f"{what} in train mode")
 
 
 @check("TransformerBlock")
@@ -90,3 +162,15 @@ def silent_sublayers(TransformerBlock, device):
         "pre-norm output with silent sublayers (expected X: the residual path is untouched)",
         labels=("batch", "position"),
     )
+
+
+@check("TransformerBlock")
+def block_properties(TransformerBlock, device):
+    """float64 in and out, gradients to every parameter and X, X unchanged, no tensor made on the CPU?"""
+    block_contract(TransformerBlock, device, seed=3, d=4, B=2, T=3)
+
+
+@check("TransformerBlock")
+def block_dropout_half(TransformerBlock, device):
+    """With dropout=0.5 in training, is each sublayer's output dropped once (a fraction ≈ 0.5 zeroed, the rest doubled)?"""
+    sublayer_dropout(TransformerBlock, device, seed=4, p=0.5)

@@ -2,7 +2,8 @@
 
 One folder of submissions is graded in a single run, as an instructor would: the
 reference notebooks, the untouched student notebooks, the known-wrong implementations
-(tests/wrong) injected in place of the reference, a submission in nbgrader's
+(tests/wrong) and the correct but unusual ones (tests/unusual) injected in place of the
+reference, a submission in nbgrader's
 ``<student>/<chapter>/`` layout, and one that sends its own ``checks/`` package.
 
 Each notebook costs a kernel, so the wrong answers are packed: a notebook carries at
@@ -14,6 +15,7 @@ test cell cannot change a score and are emptied.
 
 import ast
 import json
+import os
 import shutil
 
 import nbformat
@@ -22,11 +24,12 @@ from nbgrader.api import Gradebook
 
 from autograder import notebooks as nbs
 from autograder.course import COURSE_ID, Course
-from tests.wrong import load
+from tests import unusual, wrong
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
-WRONG = load()
-CHAPTERS = nbs.chapter_names()
+# A quick local subset: AUTOGRADE_CHAPTERS=efficient_attention,masking grades only those chapters.
+ONLY = [c for c in os.environ.get("AUTOGRADE_CHAPTERS", "").split(",") if c]
+CHAPTERS = [c for c in nbs.chapter_names() if not ONLY or c in ONLY]
 LAYOUT_CHAPTER = CHAPTERS[-1]
 
 
@@ -39,13 +42,17 @@ def graded_cells(chapter):
 
 
 def chapter_of(target: str) -> str:
-    for chapter in CHAPTERS:
+    for chapter in nbs.chapter_names():
         if any(
             nbs.nbgrader_meta(c).get("grade_id") == target
             for c in nbs.read(nbs.notebook_path(chapter)).cells
         ):
             return chapter
     raise LookupError(target)
+
+
+WRONG = [w for w in wrong.load() if chapter_of(w.target) in CHAPTERS]
+UNUSUAL = [u for u in unusual.load() if chapter_of(u.target) in CHAPTERS]
 
 
 def _names(source: str) -> set[str]:
@@ -102,6 +109,26 @@ PACKED = packed()
 STUDENT_OF = {(w.target, w.name): s for s, (_, ws) in PACKED.items() for w in ws}
 
 
+def packed_unusual() -> dict[str, tuple[str, list]]:
+    """student id -> (chapter, unusual answers): one answer per exercise and notebook.
+
+    All are correct, so exercises that use one another may share a notebook.
+    """
+    notebooks: dict[str, tuple[str, list]] = {}
+    for u in UNUSUAL:
+        chapter, k = chapter_of(u.target), 0
+        while u.target in {
+            p.target for p in notebooks.setdefault(f"unusual_{chapter}_{k}", (chapter, []))[1]
+        }:
+            k += 1
+        notebooks[f"unusual_{chapter}_{k}"][1].append(u)
+    return notebooks
+
+
+PACKED_UNUSUAL = packed_unusual()
+UNUSUAL_STUDENT_OF = {(u.target, u.name): s for s, (_, us) in PACKED_UNUSUAL.items() for u in us}
+
+
 def with_wrong_answers(chapter, wrongs):
     """The chapter notebook with these exercises' references replaced by wrong answers."""
     nb = nbs.read(nbs.notebook_path(chapter))
@@ -115,6 +142,17 @@ def with_wrong_answers(chapter, wrongs):
         if later.cell_type == "code" and not nbs.nbgrader_meta(later):
             later.source = "# emptied for the wrong-answer test: no test cell follows"
     return nb
+
+
+CASCADE_CHAPTER = "multi_head_attention"
+
+
+def cascade_notebook():
+    """The multi-head chapter with a transpose_qkv that raises (view after permute) and a
+    transpose_output that returns the wrong shape, but the reference MultiHeadAttention."""
+    split = next(w for w in wrong.load() if w.name == "view_after_permute")
+    merge = next(w for w in wrong.load() if w.name == "merge_keeps_heads")
+    return with_wrong_answers(CASCADE_CHAPTER, [split, merge])
 
 
 def student_checks_that_always_fail() -> str:
@@ -133,8 +171,10 @@ def course(tmp_path_factory):
         shutil.copy(
             course.root / "release" / chapter / f"{chapter}.ipynb", subs / f"blank_{chapter}.ipynb"
         )
-    for student, (chapter, wrongs) in PACKED.items():
-        nbformat.write(with_wrong_answers(chapter, wrongs), subs / f"{student}.ipynb")
+    for student, (chapter, answers) in (PACKED | PACKED_UNUSUAL).items():
+        nbformat.write(with_wrong_answers(chapter, answers), subs / f"{student}.ipynb")
+    if CASCADE_CHAPTER in CHAPTERS:
+        nbformat.write(cascade_notebook(), subs / f"cascade_{CASCADE_CHAPTER}.ipynb")
     layout = subs / "layout_student" / LAYOUT_CHAPTER
     layout.mkdir(parents=True)
     shutil.copy(nbs.notebook_path(LAYOUT_CHAPTER), layout / "whatever-the-lms-called-it.ipynb")
@@ -178,7 +218,8 @@ def test_packing_never_puts_related_exercises_together():
         related = related_exercises(chapter)
         for t in targets:
             assert not related[t] & set(targets), (student, t, related[t])
-    assert related_exercises("multi_head_attention")["MultiHeadAttention"] >= {"transpose_qkv"}
+    if "multi_head_attention" in CHAPTERS:
+        assert related_exercises("multi_head_attention")["MultiHeadAttention"] >= {"transpose_qkv"}
     assert len(STUDENT_OF) == len(WRONG)
 
 
@@ -192,6 +233,35 @@ def test_wrong_answer_loses_points_on_its_cells(course, wrong):
         assert got < top, f"{wrong.name} ({student}) kept {got} of {top} on {grade_id}"
 
 
+@pytest.mark.parametrize("answer", UNUSUAL, ids=lambda u: f"{u.target}-{u.name}")
+def test_unusual_answer_keeps_full_marks(course, answer):
+    """Does each correct but unusual answer keep full marks on every test cell of its exercise?"""
+    student = UNUSUAL_STUDENT_OF[(answer.target, answer.name)]
+    chapter = PACKED_UNUSUAL[student][0]
+    cells = [
+        g
+        for g in graded_cells(chapter)
+        if g.removeprefix("hidden_").removeprefix("test_").startswith(answer.target)
+    ]
+    assert cells
+    for grade_id in cells:
+        got, top = score(course, student, chapter, grade_id)
+        assert top > 0 and got == top, f"{answer.name} ({student}) got {got} of {top} on {grade_id}"
+
+
+@pytest.mark.skipif(CASCADE_CHAPTER not in CHAPTERS, reason="chapter not selected")
+def test_a_wrong_earlier_exercise_costs_nothing_in_a_later_one(course):
+    """With transpose_qkv and transpose_output wrong, does a right MultiHeadAttention keep full
+    marks (the checks use their own transposes) while 7.2 loses its points?"""
+    student, chapter = f"cascade_{CASCADE_CHAPTER}", CASCADE_CHAPTER
+    for grade_id in graded_cells(chapter):
+        got, top = score(course, student, chapter, grade_id)
+        if "MultiHeadAttention" in grade_id:
+            assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
+        if "transpose" in grade_id:
+            assert got < top, f"{grade_id}: {got} of {top}"
+
+
 def test_grades_csv_lists_every_submission(course):
     """Does grades.csv, in nbgrader's format, hold a row for each graded notebook?"""
     rows = course.csv.read_text().splitlines()
@@ -199,7 +269,7 @@ def test_grades_csv_lists_every_submission(course):
     students = {line.split(",")[3] for line in rows[1:]}
     assert {f"reference_{c}" for c in CHAPTERS} <= students
     assert {f"blank_{c}" for c in CHAPTERS} <= students
-    assert set(PACKED) | {"layout_student", "cheater"} <= students
+    assert set(PACKED) | set(PACKED_UNUSUAL) | {"layout_student", "cheater"} <= students
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

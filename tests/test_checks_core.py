@@ -338,3 +338,95 @@ def test_import_chapters_needs_no_list(tmp_path, monkeypatch):
     finally:
         for name in [m for m in sys.modules if m.split(".")[0] == "probe_chapters"]:
             del sys.modules[name]
+
+
+# ---------------------------------------------------------------- the properties every answer has
+
+
+def test_check_error_shows_no_grader_paths_in_a_notebook():
+    """Does IPython render a CheckError as its message alone, without the checks' frames?"""
+    try:
+        checks.run("sequence_mask", lambda X, valid_len, value=0: X * 2, devices=["cpu"])
+    except CheckError as err:
+        rendered = "\n".join(err._render_traceback_())
+    assert rendered.startswith("CheckError: ")
+    assert "_core.py" not in rendered and str(ROOT) not in rendered
+
+
+def test_expect_close_names_the_largest_error_and_the_tolerance():
+    """Does a mismatch report the largest absolute error, where it is, and the tolerance?"""
+    from checks._core import expect_close
+
+    expected = torch.tensor([[0.25, 0.75], [0.5, 0.5]], dtype=torch.float64)
+    actual = expected + torch.tensor([[0.0, 0.0], [0.0, 3e-6]], dtype=torch.float64)
+    with pytest.raises(CheckError) as caught:
+        expect_close(actual, expected, "weights", atol=1e-7, rtol=1e-7)
+    message = str(caught.value)
+    assert "largest absolute error 3e-06 at (1, 1)" in message
+    assert "tolerance 1e-07 + 1e-07·|expected|" in message
+    assert "expected 0.5, actual 0.500003" in message
+
+
+def test_invoke_catches_a_write_into_an_input():
+    """Does invoke name the input that the code changed in place, and where?"""
+    from checks._contract import invoke
+
+    def writes(X, lens):
+        lens.clamp_(max=2)
+        return X
+
+    with pytest.raises(CheckError, match=r"modified its input lens in place: at index \(1,\)"):
+        invoke(writes, torch.zeros(2), torch.tensor([1, 5]), what="writes", names=("X", "lens"))
+    with pytest.raises(CheckError, match=r"changed its input X in place: .* of shape \(2, 1\)"):
+        invoke(lambda X: X.unsqueeze_(1), torch.zeros(2), what="unsqueezes", names=("X",))
+
+
+def test_on_meta_sees_tensors_made_on_the_cpu():
+    """Does a tensor made without device=, or a .cpu(), fail on meta while device= passes,
+    and is code that needs values (.tolist()) left unjudged?"""
+    from checks._contract import on_meta
+
+    X = torch.zeros(2, 3, device="meta")
+    with pytest.raises(CheckError, match=r"(?s)shape \(3,\) on the CPU .* at line \d+ of <lambda>"):
+        on_meta(lambda: torch.arange(3) < X, "arange")
+    with pytest.raises(CheckError, match=r"\.cpu\(\) moves a tensor off"):
+        on_meta(lambda: X.cpu(), "cpu")
+    assert on_meta(lambda: torch.arange(3, device=X.device) < X, "fine").device.type == "meta"
+    assert on_meta(lambda: torch.tensor(X.tolist()), "needs values") is None
+
+
+def test_dropout_pattern_tells_once_from_twice():
+    """Does the dropout check accept one dropout and reject two, or none?"""
+    from checks._contract import expect_dropout_pattern, seeded
+
+    weights = torch.rand(4000, dtype=torch.float64) + 0.1
+    drop = torch.nn.Dropout(0.5)
+    with seeded(0):
+        once, twice = drop(weights), drop(drop(weights))
+    expect_dropout_pattern(once, weights, 0.5, "once")
+    with pytest.raises(CheckError, match=r"ratio 4, expected 0 or 2"):
+        expect_dropout_pattern(twice, weights, 0.5, "twice")
+    with pytest.raises(CheckError, match=r"0.000 of 4000 weights were zeroed"):
+        expect_dropout_pattern(weights * 2, weights, 0.5, "scaled, never dropped")
+
+
+def test_gradient_checks_see_detached_parts():
+    """Does a missing gradient fail, and a gradient that is not the derivative fail too?"""
+    from checks._contract import expect_gradient_values, expect_gradients
+
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(CheckError, match="no gradient reached w"):
+        expect_gradients(x * w.detach(), {"x": x, "w": w}, "x * w")
+    expect_gradient_values(lambda x: x.sin() * x, {"x": x}, "x sin x")
+    with pytest.raises(CheckError, match="not the derivative"):
+        expect_gradient_values(lambda x: x * x.detach(), {"x": x}, "x * x.detach()")
+
+
+def test_float64_runs_on_the_cpu_for_a_device_without_it():
+    """Is float64 tested on the CPU for MPS, and on the device itself otherwise?"""
+    from checks._contract import float64_device
+
+    assert float64_device(torch.device("mps")) == torch.device("cpu")
+    assert float64_device("cpu") == torch.device("cpu")
+    assert float64_device("cuda:1") == torch.device("cuda:1")

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 import checks
+import tests.unusual
 import tests.wrong
 from autograder import notebooks as nbs
 from checks import CheckError
@@ -88,3 +89,42 @@ def test_wrong_answer_fails_its_groups(wrong, device):
         assert fragment in message, (
             f"{wrong.name} failed {group!r}, but not with {fragment!r}. The message was:\n{message}"
         )
+
+
+# ---------------------------------------------------------------- correct but unusual answers
+
+UNUSUAL = tests.unusual.load()
+
+
+def test_at_least_two_unusual_answers_per_graded_function():
+    """Does every graded function have two correct answers in another style than the reference?"""
+    counts = {}
+    for u in UNUSUAL:
+        counts[u.target] = counts.get(u.target, 0) + 1
+    assert counts.keys() == {w.target for w in WRONG}
+    assert min(counts.values()) >= 2, counts
+
+
+@pytest.mark.parametrize("answer", UNUSUAL, ids=lambda u: f"{u.target}-{u.name}")
+def test_unusual_answer_passes_every_group(answer, device):
+    """Does a correct answer in another style pass every visible and hidden group of its exercise?"""
+    groups = [g for g in REGISTRY if g.split(".")[0] == answer.target]
+    assert groups
+    for group in groups:
+        checks.run_hidden(group, answer.implementation(), devices=[device], verbose=False)
+
+
+def test_multihead_attention_is_graded_on_its_own(monkeypatch, device):
+    """With a transpose_qkv and transpose_output that fail (view after permute), does the
+    reference MultiHeadAttention still pass every group of Exercise 7.3?"""
+    import solutions.multihead as module
+
+    def broken_split(X, num_heads):
+        B, T, H = X.shape
+        return X.reshape(B, T, num_heads, -1).permute(0, 2, 1, 3).view(B * num_heads, T, -1)
+
+    monkeypatch.setattr(module, "transpose_qkv", broken_split)
+    monkeypatch.setattr(module, "transpose_output", lambda X, num_heads: X[:1])
+    for group in (g for g in REGISTRY if g.split(".")[0] == "MultiHeadAttention"):
+        checks.run_hidden(group, module.MultiHeadAttention, devices=[device], verbose=False)
+    assert module.transpose_qkv is broken_split  # the checks put the student's functions back

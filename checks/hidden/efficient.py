@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from checks._core import check, expect_close, random_lengths, random_tensor, softmax_list
-from checks.efficient import expect_mask, get_mask
+from checks.efficient import expect_mask, get_mask, mask_contract
 
 CASES = [(1, 1, 1), (2, 3, 5), (4, 6, 4), (3, 1, 9), (5, 7, 16)]  # (B, m, n)
 
@@ -76,3 +76,9 @@ def works_in_the_fused_kernel(valid_lens_to_mask, device):
             atol=1e-4,
             labels=("batch", "head", "query"),
         )
+
+
+@check("valid_lens_to_mask.values", hidden=True)
+def mask_properties_hidden(valid_lens_to_mask, device):
+    """Is valid_lens left unchanged (lengths beyond n too), and the mask made on its device, not the CPU?"""
+    mask_contract(valid_lens_to_mask, device, seed=13, B=4, m=5, n=6)

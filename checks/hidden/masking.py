@@ -2,6 +2,7 @@
 
 import torch
 
+from checks._contract import float64_device
 from checks._core import (
     CheckError,
     calling,
@@ -14,7 +15,11 @@ from checks._core import (
     random_lengths,
     random_tensor,
 )
-from checks.masking import masked_rows
+from checks.masking import (
+    masked_rows,
+    masked_softmax_contract,
+    sequence_mask_contract,
+)
 
 SHAPES = [(1, 1, 1), (2, 3, 5), (4, 1, 7), (3, 6, 2), (5, 4, 9)]
 
@@ -134,21 +139,22 @@ def masked_softmax_every_dtype(masked_softmax, device):
     for dtype, tol in (
         (torch.float16, 2e-3),
         (torch.bfloat16, 2e-2),
-        (torch.float64, 1e-9),
+        (torch.float64, 1e-6),
     ):
-        X = X32.to(dtype)
-        out = masked_softmax(X, lens)
+        dev = float64_device(device) if dtype == torch.float64 else device
+        X = X32.to(dev, dtype)
+        out = masked_softmax(X, lens.to(dev))
         expect_tensor(
             out,
             f"weights for {dtype} input",
             shape=(2, 3, 6),
             dtype=dtype,
-            device=device,
+            device=dev,
         )
         expect_finite(out, f"weights for {dtype} input")
         expect_close(
             out,
-            ref.to(device=device, dtype=dtype),
+            ref.to(device=dev, dtype=dtype),
             f"weights for {dtype} input",
             atol=tol,
             rtol=tol,
@@ -177,3 +183,17 @@ def masked_softmax_safety(masked_softmax, device):
     masked = leaf.grad[:, :, 2:].abs().amax()
     if masked.item() != 0 or leaf.grad[0].abs().amax().item() != 0:
         raise CheckError("masked scores must get zero gradient; they change nothing in the output")
+
+
+@check("sequence_mask.safety", hidden=True)
+def sequence_mask_properties_hidden(sequence_mask, device):
+    """float64 kept, gradients reach X, inputs unchanged, no tensor made on the CPU?"""
+    sequence_mask_contract(sequence_mask, device, seed=13, shape=(4, 6, 3))
+
+
+@check("masked_softmax.safety", hidden=True)
+def masked_softmax_properties_hidden(masked_softmax, device):
+    """float64, float16 and bfloat16 kept and right, inputs unchanged, gradients zero where masked, no tensor made on the CPU?"""
+    masked_softmax_contract(
+        masked_softmax, device, seed=15, B=3, m=4, n=6, reference=loop_masked_softmax
+    )

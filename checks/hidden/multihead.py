@@ -9,14 +9,25 @@ from torch import nn
 
 from checks._core import (
     CheckError,
-    calling,
     check,
     expect_close,
-    expect_tensor,
     random_lengths,
     random_tensor,
 )
-from checks.multihead import causal_lengths, expect_causal, heads_of, stored_weights
+from checks.multihead import (
+    causal_contract,
+    causal_lengths,
+    expect_causal,
+    expect_mha_close,
+    heads_of,
+    independent,
+    merge,
+    mha,
+    mha_contract,
+    mha_dropout_contract,
+    split,
+    transpose_contract,
+)
 from checks.scoring import build
 
 
@@ -55,6 +66,24 @@ def causal_with_padding(causal_valid_lens, device):
         )
 
 
+@check("causal_valid_lens.mask", hidden=True)
+def causal_properties_hidden(causal_valid_lens, device):
+    """Are the lengths int64 and made on X's device (not the CPU), with valid_lens left unchanged?"""
+    causal_contract(causal_valid_lens, device, B=4, T=6)
+
+
+@check("transpose_qkv.loop", hidden=True)
+def split_properties_hidden(transpose_qkv, device):
+    """float64 and float16 kept, gradients flow to X, X unchanged, no tensor made on the CPU?"""
+    transpose_contract(transpose_qkv, device, B=3, T=5, d=12, h=3, inverse=False)
+
+
+@check("transpose_output.loop", hidden=True)
+def merge_properties_hidden(transpose_output, device):
+    """float64 and float16 kept, gradients flow to X, X unchanged, no tensor made on the CPU?"""
+    transpose_contract(transpose_output, device, B=3, T=5, d=12, h=3, inverse=True)
+
+
 # (B, T, d, h). (2, 4, 8, 2) early: T divisible by h, so that a wrong reshape gives a wrong shape.
 SHAPES = [(1, 1, 4, 1), (2, 4, 8, 2), (2, 5, 8, 4), (3, 4, 12, 3), (2, 3, 6, 6), (4, 2, 16, 2)]
 
@@ -65,9 +94,7 @@ def split_matches_slicing(transpose_qkv, device):
     for seed, (B, T, d, h) in enumerate(SHAPES):
         X = random_tensor(B, T, d, seed=seed, device=device)
         what = f"transpose_qkv of {(B, T, d)} with {h} heads"
-        with calling(what, transpose_qkv):
-            out = transpose_qkv(X, h)
-        expect_tensor(out, what, shape=(B * h, T, d // h))
+        out = split(transpose_qkv, X, h)
         expect_close(out, heads_of(X, h), what, labels=("batch*head", "position"))
 
 
@@ -76,7 +103,7 @@ def merge_matches_concatenation(transpose_output, device):
     """Does transpose_output concatenate each example's heads, for several shapes?"""
     for seed, (B, T, d, h) in enumerate(SHAPES):
         X = random_tensor(B, T, d, seed=seed, device=device)
-        out = transpose_output(heads_of(X, h), h)
+        out = merge(transpose_output, heads_of(X, h), h)
         expect_close(
             out, X, f"transpose_output of {h} heads of {(B, T, d)}", labels=("batch", "position")
         )
@@ -99,9 +126,23 @@ def torch_copy(module, bias):
     return ref
 
 
+def torch_reference(module64, q, k, v, lens):
+    """The float64 output of nn.MultiheadAttention holding the module's weights."""
+    B, m, n = q.shape[0], q.shape[1], k.shape[1]
+    ref = torch_copy(module64, module64.W_q.bias is not None).double()
+    mask = None
+    if lens is not None:
+        per_query = lens if lens.dim() == 2 else lens[:, None].expand(B, m)
+        mask = torch.arange(n, device=q.device) >= per_query[..., None]  # True = masked
+        mask = mask.repeat_interleave(module64.num_heads, dim=0)  # (B*h, m, n)
+    with torch.no_grad():
+        return ref(q, k, v, attn_mask=mask)[0]
+
+
 @check("MultiHeadAttention.torch", hidden=True)
+@independent
 def matches_torch(MultiHeadAttention, device):
-    """Given the same weights, does it equal nn.MultiheadAttention to 1e-5, output and per-head weights?"""
+    """Given the same weights, does it equal nn.MultiheadAttention to 1e-5, output and per-head weights, with keys ≠ values and m ≠ n?"""
     cases = [
         (8, 2, False, 1, 4, 4),
         (16, 4, True, 3, 5, 7),
@@ -112,32 +153,36 @@ def matches_torch(MultiHeadAttention, device):
         module = build(MultiHeadAttention, d, h, 0.0, bias=bias, seed=seed, device=device)
         ref = torch_copy(module, bias)
         q = random_tensor(B, m, d, seed=seed, device=device)
-        kv = random_tensor(B, n, d, seed=seed + 9, device=device)
+        k = random_tensor(B, n, d, seed=seed + 9, device=device)
+        v = random_tensor(B, n, d, seed=seed + 19, device=device) if seed % 2 else k
         lens_cases = [
             None,
             random_lengths(B, low=1, high=n, seed=seed, device=device),
             random_lengths(B, m, low=1, high=n, seed=seed + 1, device=device),
         ]
         for lens in lens_cases:
-            what = f"d={d}, heads={h}, bias={bias}, valid_lens={None if lens is None else lens.tolist()}"
-            with calling(f"the forward ({what})", MultiHeadAttention):
-                out = module(q, kv, kv, lens)
-            weights = stored_weights(module)
+            what = (
+                f"d={d}, heads={h}, bias={bias}, keys {'≠' if v is not k else '='} values, "
+                f"valid_lens={None if lens is None else lens.tolist()}"
+            )
+            out, weights = mha(module, q, k, v, lens)
             mask = None
             if lens is not None:
                 per_query = lens if lens.dim() == 2 else lens[:, None].expand(B, m)
                 mask = torch.arange(n, device=device) >= per_query[..., None]  # True = masked
-                mask = mask.repeat_interleave(
-                    h, dim=0
-                )  # (B*h, m, n), nn.MultiheadAttention's order
+                # (B*h, m, n), nn.MultiheadAttention's order
+                mask = mask.repeat_interleave(h, dim=0)
             with torch.no_grad():
-                expected, expected_w = ref(q, kv, kv, attn_mask=mask, average_attn_weights=False)
-            expect_tensor(weights, f"attention_weights ({what})", shape=(B, h, m, n))
-            expect_close(
+                expected, expected_w = ref(q, k, v, attn_mask=mask, average_attn_weights=False)
+            expect_mha_close(
+                module,
                 out,
                 expected,
                 f"the output against nn.MultiheadAttention ({what})",
-                labels=("batch", "query"),
+                q,
+                k,
+                v,
+                lens,
             )
             expect_close(
                 weights,
@@ -147,13 +192,32 @@ def matches_torch(MultiHeadAttention, device):
             )
 
 
+@check("MultiHeadAttention.torch", hidden=True)
+@independent
+def mha_properties_hidden(MultiHeadAttention, device):
+    """float64 in and out (equal to nn.MultiheadAttention in float64), gradients to every projection and input, inputs unchanged, no tensor made on the CPU?"""
+    mha_contract(
+        MultiHeadAttention,
+        device,
+        seed=12,
+        d=12,
+        h=3,
+        B=3,
+        m=4,
+        n=6,
+        bias=True,
+        reference=torch_reference,
+    )
+
+
 @check("MultiHeadAttention.dropout", hidden=True)
+@independent
 def dropout_on_weights(MultiHeadAttention, device):
     """With dropout=1, is the attention output zero in training (output = W_o's bias) and untouched in eval?"""
     module = build(MultiHeadAttention, 8, 2, 1.0, bias=True, seed=7, device=device)
     ref = torch_copy(module, bias=True)
     q = random_tensor(2, 3, 8, seed=7, device=device)
-    out = module.eval()(q, q, q)
+    out, _ = mha(module.eval(), q, q, q)
     with torch.no_grad():
         expected, _ = ref(q, q, q)
     expect_close(
@@ -162,7 +226,7 @@ def dropout_on_weights(MultiHeadAttention, device):
         "the output in eval mode with dropout=1 (dropout must be off)",
         labels=("batch", "query"),
     )
-    out = module.train()(q, q, q)
+    out, _ = mha(module.train(), q, q, q)
     module.eval()
     bias = module.W_o.bias.detach().expand(2, 3, 8)
     expect_close(
@@ -171,3 +235,10 @@ def dropout_on_weights(MultiHeadAttention, device):
         "the output in train mode with dropout=1 (all weights dropped: W_o's bias)",
         labels=("batch", "query"),
     )
+
+
+@check("MultiHeadAttention.dropout", hidden=True)
+@independent
+def dropout_statistics(MultiHeadAttention, device):
+    """With dropout=0.3 in training, is a fraction ≈ 0.3 of the weights zeroed and the rest divided by 0.7, once?"""
+    mha_dropout_contract(MultiHeadAttention, device, seed=8, B=6, m=7, p=0.3, h=2, n=8)

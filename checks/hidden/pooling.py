@@ -4,8 +4,9 @@ import math
 
 import torch
 
+from checks._contract import float64_device
 from checks._core import check, expect_close, expect_finite, expect_tensor, softmax_list
-from checks.pooling import _call
+from checks.pooling import _call, pooling_contract
 
 
 def loop_reference(queries, keys, values, bandwidth):
@@ -22,6 +23,7 @@ def loop_reference(queries, keys, values, bandwidth):
 def random_inputs_match_a_loop(nadaraya_watson, device):
     """Do random inputs and bandwidths match an explicit loop over queries and keys?"""
     gen = torch.Generator().manual_seed(11)
+    device = float64_device(device)  # float64 inputs: the CPU where the device has no float64
     for m, n, sigma in [(1, 1, 1.0), (4, 9, 0.3), (13, 6, 2.5), (7, 7, 1.0)]:
         q = (torch.rand(m, generator=gen, dtype=torch.float64) * 5).to(device)
         k = (torch.rand(n, generator=gen, dtype=torch.float64) * 5).to(device)
@@ -51,7 +53,21 @@ def limits_and_stability(nadaraya_watson, device):
     preds, weights = _call(nadaraya_watson, far, keys, values)
     expect_finite(weights, "weights for queries far from every key")
     expect_close(preds, torch.tensor([3.0, 5.0], device=device), "predictions far from every key")
-    q64 = queries.double()
-    preds, weights = _call(nadaraya_watson, q64, keys.double(), values.double())
-    expect_tensor(preds, "predictions for float64 input", dtype=torch.float64, device=device)
-    expect_tensor(weights, "weights for float64 input", dtype=torch.float64, device=device)
+    dev64 = float64_device(device)
+    q64, k64, v64 = (t.to(dev64, torch.float64) for t in (queries, keys, values))
+    preds, weights = _call(nadaraya_watson, q64, k64, v64)
+    expect_tensor(preds, "predictions for float64 input", dtype=torch.float64, device=dev64)
+    expect_tensor(weights, "weights for float64 input", dtype=torch.float64, device=dev64)
+
+
+@check("nadaraya_watson.values", hidden=True)
+def pooling_properties_hidden(nadaraya_watson, device):
+    """float64 in and out (equal to a float64 loop), gradients to queries, keys and values, inputs unchanged, no tensor made on the CPU?"""
+    pooling_contract(
+        nadaraya_watson,
+        device,
+        seed=12,
+        m=6,
+        n=9,
+        reference=lambda q, k, v: loop_reference(q, k, v, 1.0),
+    )

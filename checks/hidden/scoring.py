@@ -9,6 +9,7 @@ W = AᵀB it is dot-product attention after two projections).
 import torch
 import torch.nn.functional as F
 
+from checks._contract import largest_intermediate
 from checks._core import (
     CheckError,
     check,
@@ -16,10 +17,18 @@ from checks._core import (
     expect_tensor,
     random_lengths,
     random_tensor,
+    shape_str,
 )
 from checks.hidden.masking import per_query_lengths
 from checks.masking import masked_rows
-from checks.scoring import attend, build
+from checks.scoring import (
+    attend,
+    build,
+    call_scores,
+    dropout_contract,
+    module_contract,
+    scores_contract,
+)
 
 CASES = [(1, 1, 1), (2, 3, 5), (3, 4, 2), (2, 6, 6)]  # (B, m, n)
 
@@ -285,3 +294,185 @@ def distance_is_the_gaussian_kernel(distance_scores, device):
     expect_close(
         weights, expected.float().to(device), "softmax(distance_scores) in 1-D", labels=("query",)
     )
+
+
+# ----------------------------------------------------------------- properties of every answer
+# float64 against a float64 loop, gradients, inputs unchanged, nothing made on the CPU, and
+# dropout with 0 < p < 1; with m ≠ n, d_q ≠ d_k ≠ v and B > 1.
+
+
+def loop_reference(score_of):
+    return lambda module, q, k, v, lens: loop_attention(score_of(module), q, k, v, lens)
+
+
+@check("AdditiveAttention.values", hidden=True)
+def additive_contract_hidden(AdditiveAttention, device):
+    """float64 in and out (equal to a float64 loop), gradients to every parameter and input, inputs unchanged, no tensor made on the CPU?"""
+    module_contract(
+        lambda dev: build(AdditiveAttention, 6, 5, 9, 0.0, seed=21, device=dev),
+        device,
+        seed=21,
+        B=3,
+        m=4,
+        n=6,
+        dq=5,
+        dk=6,
+        dv=2,
+        reference=loop_reference(additive_score),
+    )
+
+
+@check("AdditiveAttention.dropout", hidden=True)
+def additive_dropout_statistics(AdditiveAttention, device):
+    """With dropout=0.3 in training, is a fraction ≈ 0.3 of the weights zeroed and the rest divided by 0.7, once?"""
+    dropout_contract(
+        lambda dev, p: build(AdditiveAttention, 5, 3, 6, p, seed=22, device=dev),
+        device,
+        seed=22,
+        B=6,
+        m=7,
+        n=9,
+        dq=3,
+        dk=5,
+        p=0.3,
+    )
+
+
+def dot_score(module):
+    return lambda q, k: (q @ k).item() / len(q) ** 0.5
+
+
+@check("DotProductAttention.values", hidden=True)
+def dot_contract_hidden(DotProductAttention, device):
+    """float64 in and out (equal to a float64 loop), gradients to every input, inputs unchanged, no tensor made on the CPU?"""
+    module_contract(
+        lambda dev: build(DotProductAttention, 0.0, device=dev),
+        device,
+        seed=23,
+        B=3,
+        m=5,
+        n=2,
+        dq=7,
+        dk=7,
+        dv=4,
+        reference=loop_reference(dot_score),
+    )
+
+
+@check("DotProductAttention.dropout", hidden=True)
+def dot_dropout_statistics(DotProductAttention, device):
+    """With dropout=0.3 in training, is a fraction ≈ 0.3 of the weights zeroed and the rest divided by 0.7, once?"""
+    dropout_contract(
+        lambda dev, p: build(DotProductAttention, p, device=dev),
+        device,
+        seed=24,
+        B=6,
+        m=7,
+        n=9,
+        dq=5,
+        dk=5,
+        p=0.3,
+    )
+
+
+def bilinear_score(module):
+    W = module.W.detach().double().cpu()
+    return lambda q, k: (q @ W @ k).item()
+
+
+@check("BilinearAttention.values", hidden=True)
+def bilinear_contract_hidden(BilinearAttention, device):
+    """float64 in and out (equal to a float64 loop), gradients to W and every input, inputs unchanged, no tensor made on the CPU?"""
+    module_contract(
+        lambda dev: build(BilinearAttention, 4, 6, 0.0, seed=25, device=dev),
+        device,
+        seed=25,
+        B=3,
+        m=5,
+        n=3,
+        dq=4,
+        dk=6,
+        dv=2,
+        reference=loop_reference(bilinear_score),
+    )
+
+
+@check("BilinearAttention.dropout", hidden=True)
+def bilinear_dropout_statistics(BilinearAttention, device):
+    """With dropout=0.3 in training, is a fraction ≈ 0.3 of the weights zeroed and the rest divided by 0.7, once?"""
+    dropout_contract(
+        lambda dev, p: build(BilinearAttention, 3, 5, p, seed=26, device=dev),
+        device,
+        seed=26,
+        B=6,
+        m=7,
+        n=9,
+        dq=3,
+        dk=5,
+        p=0.3,
+    )
+
+
+def loop_sum_scores(q, k, w):
+    q, k, w = (t.detach().double().cpu() for t in (q, k, w))
+    B, m, n = q.shape[0], q.shape[1], k.shape[1]
+    return torch.tensor(
+        [
+            [[float(w @ q[b, i] + w @ k[b, j]) for j in range(n)] for i in range(m)]
+            for b in range(B)
+        ],
+        dtype=torch.float64,
+    )
+
+
+def loop_distance_scores(q, k, w=None):
+    q, k = (t.detach().double().cpu() for t in (q, k))
+    B, m, n = q.shape[0], q.shape[1], k.shape[1]
+    return torch.tensor(
+        [
+            [[-float(((q[b, i] - k[b, j]) ** 2).sum()) / 2 for j in range(n)] for i in range(m)]
+            for b in range(B)
+        ],
+        dtype=torch.float64,
+    )
+
+
+@check("sum_scores.values", hidden=True)
+def sum_scores_contract_hidden(sum_scores, device):
+    """float64 in and out (equal to a float64 loop), gradients to queries, keys and w, inputs unchanged, no tensor made on the CPU?"""
+    scores_contract(
+        sum_scores, device, seed=27, B=3, m=4, n=6, d=5, with_w=True, reference=loop_sum_scores
+    )
+
+
+@check("distance_scores.values", hidden=True)
+def distance_contract_hidden(distance_scores, device):
+    """float64 in and out (equal to a float64 loop), gradients to queries and keys, inputs unchanged, no tensor made on the CPU?"""
+    scores_contract(
+        distance_scores,
+        device,
+        seed=28,
+        B=3,
+        m=4,
+        n=6,
+        d=5,
+        with_w=False,
+        reference=loop_distance_scores,
+    )
+
+
+@check("distance_scores.values", hidden=True)
+def distance_without_differences(distance_scores, device):
+    """Is no (B, m, n, d) tensor of differences made (matrix products only, as the exercise says)?"""
+    B, m, n, d = 2, 6, 7, 16
+    q = random_tensor(B, m, d, seed=29, device=device)
+    k = random_tensor(B, n, d, seed=30, device=device)
+    with largest_intermediate() as watch:
+        call_scores(distance_scores, q, k)
+    numel, shape = watch.largest
+    if numel >= B * m * n * d:
+        raise CheckError(
+            f"distance_scores made a tensor of shape {shape_str(shape)} ({numel} numbers) for "
+            f"B={B}, m={m}, n={n}, d={d}: the (B, m, n, d) tensor of differences that the "
+            "exercise rules out. Use ‖q‖² - 2 qᵀk + ‖k‖² (matrix products only)."
+        )

@@ -20,7 +20,11 @@ from checks._core import (
 from checks.hidden.masking import per_query_lengths
 from checks.masking import masked_rows
 from checks.scoring import build
-from checks.self_attention import self_attend
+from checks.self_attention import (
+    self_attend,
+    self_attention_contract,
+    self_attention_dropout_contract,
+)
 
 
 def loop_self_attention(module, X, valid_lens):
@@ -117,6 +121,26 @@ def self_attention_dropout(SelfAttention, device):
         "the output in train mode with dropout=1 (every weight dropped)",
         labels=("batch", "query"),
     )
+
+
+@check("SelfAttention.values", hidden=True)
+def self_attention_properties_hidden(SelfAttention, device):
+    """float64 in and out (equal to a float64 loop), gradients to W_q, W_k, W_v and X, X unchanged, no tensor made on the CPU?"""
+    self_attention_contract(
+        lambda dev: build(SelfAttention, 6, 2, 5, 0.0, bias=True, seed=9, device=dev),
+        device,
+        seed=9,
+        B=3,
+        N=5,
+        D=6,
+        reference=loop_self_attention,
+    )
+
+
+@check("SelfAttention.dropout", hidden=True)
+def self_attention_dropout_statistics(SelfAttention, device):
+    """With dropout=0.3 in training, is a fraction ≈ 0.3 of the weights zeroed and the rest divided by 0.7, once?"""
+    self_attention_dropout_contract(SelfAttention, device, seed=10, B=8, N=8, p=0.3)
 
 
 def formula(max_len, d):

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from checks._core import check, expect_close, random_tensor
-from checks.transformer import call, layer_norm, make_block
+from checks.transformer import block_contract, call, layer_norm, make_block, sublayer_dropout
 
 
 def to_torch(block, num_heads, device):
@@ -129,3 +129,20 @@ def padding_and_permutations(TransformerBlock, device):
             f"{name}: f(X permuted) against f(X) permuted (no padding, no positions)",
             labels=("batch", "position"),
         )
+
+
+def torch_reference(block64, X, valid_lens):
+    layer = to_torch(block64, 2, X.device).double()
+    return torch_output(layer, X, valid_lens)
+
+
+@check("TransformerBlock.torch", hidden=True)
+def block_properties_hidden(TransformerBlock, device):
+    """float64 in and out (equal to nn.TransformerEncoderLayer in float64), gradients to every parameter and X, X unchanged, no tensor made on the CPU?"""
+    block_contract(TransformerBlock, device, seed=11, d=6, B=3, T=5, reference=torch_reference)
+
+
+@check("TransformerBlock.dropout", hidden=True)
+def sublayer_dropout_statistics(TransformerBlock, device):
+    """With dropout=0.3 in training, is each sublayer's output dropped once (a fraction ≈ 0.3 zeroed, the rest divided by 0.7)?"""
+    sublayer_dropout(TransformerBlock, device, seed=12, p=0.3, B=6, T=7, d=12)

@@ -114,3 +114,37 @@ def lengths_not_broadcast(valid_lens, num_queries, num_keys):
     if valid_lens.dim() == 2:
         valid_lens = valid_lens.max(dim=1).values
     return positions < valid_lens[:, None]
+
+
+# ----------------------------------------------------------------- classes that used to escape
+
+
+@wrong(
+    "valid_lens_to_mask",
+    {
+        "valid_lens_to_mask": "valid_lens_to_mask([2, 7], 3, 4) modified its input valid_lens in place: at index (1,) it was 7 and is now 4.",
+        "valid_lens_to_mask.values": "valid_lens_to_mask([[5, 3, 4], [0, 7, 1]], 3, 5) modified its input valid_lens in place: at index (1, 1) it",
+    },
+)
+def mask_lengths_clamped_in_place(valid_lens, num_queries, num_keys):
+    """clamp_ writes the clamped lengths back into the caller's valid_lens."""
+    valid_lens.clamp_(max=num_keys)
+    positions = torch.arange(num_keys, device=valid_lens.device)
+    if valid_lens.dim() == 1:
+        return positions < valid_lens[:, None, None, None]
+    return positions < valid_lens[:, None, :, None]
+
+
+@wrong(
+    "valid_lens_to_mask",
+    {
+        "valid_lens_to_mask": "lt got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A tensor made without",
+        "valid_lens_to_mask.values": "lt got a tensor of shape (6,) on the CPU together with tensors on the inputs' device. A tensor made without",
+    },
+)
+def mask_positions_on_the_cpu(valid_lens, num_queries, num_keys):
+    """torch.arange without device=: fails as soon as the lengths are on a GPU."""
+    positions = torch.arange(num_keys)
+    if valid_lens.dim() == 1:
+        return positions < valid_lens[:, None, None, None]
+    return positions < valid_lens[:, None, :, None]

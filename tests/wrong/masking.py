@@ -221,3 +221,106 @@ def ignores_per_query_lengths(X, valid_lens):
     scores = X.masked_fill(~mask, float("-inf"))
     empty = ~mask.any(dim=-1, keepdim=True)
     return torch.softmax(scores.masked_fill(empty, 0.0), dim=-1).masked_fill(~mask, 0.0)
+
+
+# ----------------------------------------------------------------- classes that used to escape
+# A tensor made on the CPU, forced float32, lengths clamped in place, a detached output.
+
+
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "lt got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A tensor made without",
+        "sequence_mask.safety": "lt got a tensor of shape (6,) on the CPU together with tensors on the inputs' device. A tensor made without",
+    },
+)
+def sequence_positions_on_the_cpu(X, valid_len, value=0):
+    """torch.arange without device=: the positions live on the CPU whatever X's device."""
+    mask = torch.arange(X.shape[1]) < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype, device=X.device))
+
+
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "sequence_mask(X, [1, 2]) has dtype torch.float32, expected torch.int64",
+        "sequence_mask.safety": "output for torch.float16 has dtype torch.float32, expected torch.float16",
+    },
+)
+def mask_forced_float32(X, valid_len, value=0):
+    """Casts to float32: a float64 X comes back as float32."""
+    mask = torch.arange(X.shape[1], device=X.device) < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X.float(), float(value))
+
+
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "sequence_mask(X (3, 4, 2) torch.float32, valid_len, value=-2.5) modified its input valid_len in place: at",
+        "sequence_mask.safety": "sequence_mask(X (4, 6, 3) torch.float32, valid_len, value=-2.5) modified its input valid_len in place: at",
+    },
+)
+def sequence_lengths_clamped_in_place(X, valid_len, value=0):
+    """clamp_ writes the clamped lengths back into the caller's valid_len."""
+    valid_len.clamp_(max=X.shape[1])
+    mask = torch.arange(X.shape[1], device=X.device) < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    return torch.where(mask, X, torch.tensor(value, dtype=X.dtype, device=X.device))
+
+
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "masked_softmax(X (2, 3, 4) torch.float64, valid_lens (2, 3)) modified its input valid_lens in place: at index",
+        "masked_softmax.safety": "masked_softmax(X (3, 4, 6) torch.float64, valid_lens (3, 4)) modified its input valid_lens in place: at index",
+    },
+)
+def softmax_lengths_clamped_in_place(X, valid_lens):
+    """clamp_ writes the clamped lengths back into the caller's valid_lens."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    if valid_lens.dim() == 1:
+        valid_lens = valid_lens[:, None]
+    valid_lens.clamp_(max=X.shape[-1])
+    mask = torch.arange(X.shape[-1], device=X.device) < valid_lens[..., None]
+    scores = X.masked_fill(~mask, float("-inf")).masked_fill(~mask.any(-1, keepdim=True), 0.0)
+    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+
+
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "lt got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A tensor made without",
+        "masked_softmax.safety": "lt got a tensor of shape (6,) on the CPU together with tensors on the inputs' device. A tensor made without",
+    },
+)
+def softmax_positions_on_the_cpu(X, valid_lens):
+    """torch.arange without device=: fails as soon as X is on a GPU."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    if valid_lens.dim() == 1:
+        valid_lens = valid_lens[:, None]
+    mask = torch.arange(X.shape[-1]) < valid_lens[..., None]
+    scores = X.masked_fill(~mask, float("-inf")).masked_fill(~mask.any(-1, keepdim=True), 0.0)
+    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+
+
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "masked_softmax(X (2, 3, 4) torch.float64, valid_lens (2, 3)) has dtype torch.float32, expected torch.float64",
+        "masked_softmax.dtypes": "weights for torch.float16 input has dtype torch.float32, expected torch.float16",
+    },
+)
+def softmax_forced_float32(X, valid_lens):
+    """Computes in float32 and returns float32, whatever the input's dtype."""
+    X = X.float()
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    if valid_lens.dim() == 1:
+        valid_lens = valid_lens[:, None]
+    mask = torch.arange(X.shape[-1], device=X.device) < valid_lens[..., None]
+    scores = X.masked_fill(~mask, float("-inf")).masked_fill(~mask.any(-1, keepdim=True), 0.0)
+    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)

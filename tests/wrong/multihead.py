@@ -91,8 +91,8 @@ def padding_only(X, valid_lens=None):
 @wrong(
     "causal_valid_lens",
     {
-        "causal_valid_lens": "causal_valid_lens must return integer lengths, got dtype torch.float32",
-        "causal_valid_lens.mask": "causal_valid_lens must return integer lengths, got dtype torch.float32",
+        "causal_valid_lens": "causal_valid_lens must return int64 lengths (the dtype of torch.arange and of valid_lens), got dtype torch.float32",
+        "causal_valid_lens.mask": "causal_valid_lens must return int64 lengths (the dtype of torch.arange and of valid_lens), got dtype torch.float32",
     },
 )
 def float_lengths(X, valid_lens=None):
@@ -152,7 +152,7 @@ def interleaved_features(X, num_heads):
     "transpose_qkv",
     {
         "transpose_qkv": "transpose_qkv(X, 3) has shape (2, 3, 3, 2), expected (6, 3, 2)",
-        "transpose_qkv.loop": "transpose_qkv of (1, 1, 4) with 1 heads has shape (1, 1, 1, 4), expected (1, 1, 4)",
+        "transpose_qkv.loop": "transpose_qkv(X, 1) has shape (1, 1, 1, 4), expected (1, 1, 4)",
     },
 )
 def heads_not_in_batch(X, num_heads):
@@ -165,7 +165,7 @@ def heads_not_in_batch(X, num_heads):
     "transpose_qkv",
     {
         "transpose_qkv": "transpose_qkv(X, 3) has shape (6, 1, 6), expected (6, 3, 2)",
-        "transpose_qkv.loop": "transpose_qkv of (2, 4, 8) with 2 heads has shape (4, 2, 8), expected (4, 4, 4)",
+        "transpose_qkv.loop": "transpose_qkv(X, 2) has shape (4, 2, 8), expected (4, 4, 4)",
     },
 )
 def split_the_sequence(X, num_heads):
@@ -233,7 +233,7 @@ def merge_wrong_axes(X, num_heads):
     "transpose_output",
     {
         "transpose_output": "transpose_output(heads, 3) has shape (2, 3, 3, 2), expected (2, 3, 6)",
-        "transpose_output.loop": "transpose_output of 1 heads of (1, 1, 4) has shape (1, 1, 1, 4), expected (1, 1, 4)",
+        "transpose_output.loop": "transpose_output(heads, 1) has shape (1, 1, 1, 4), expected (1, 1, 4)",
     },
 )
 def merge_keeps_heads(X, num_heads):
@@ -248,7 +248,7 @@ def merge_keeps_heads(X, num_heads):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=16, heads=4, bias=True, valid_lens=[1, 4, 5]): row batch=0, query=0 is wrong"
+        "MultiHeadAttention.torch": "(the valid_lens given to self.attention are not repeat_interleave(valid_lens, h, dim=0) (step 2))"
     },
 )
 def lengths_repeated_not_interleaved(self, queries, keys, values, valid_lens=None):
@@ -265,8 +265,8 @@ def lengths_repeated_not_interleaved(self, queries, keys, values, valid_lens=Non
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the forward never applied W_o (step 4))",
+        "MultiHeadAttention.torch": "(the forward never applied W_o (step 4))",
     },
 )
 def no_output_projection(self, queries, keys, values, valid_lens=None):
@@ -282,8 +282,8 @@ def no_output_projection(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the queries given to self.attention are not W_q(queries) split into heads",
+        "MultiHeadAttention.torch": "(the queries given to self.attention are not W_q(queries) split into heads",
     },
 )
 def one_big_head(self, queries, keys, values, valid_lens=None):
@@ -297,8 +297,8 @@ def one_big_head(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the keys given to self.attention are not W_k(keys) split into heads",
+        "MultiHeadAttention.torch": "(the keys given to self.attention are not W_k(keys) split into heads",
     },
 )
 def keys_projected_with_w_q(self, queries, keys, values, valid_lens=None):
@@ -315,8 +315,8 @@ def keys_projected_with_w_q(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=0, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=None): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the input of W_o is not the heads merged with transpose_output (step 4))",
+        "MultiHeadAttention.torch": "(the input of W_o is not the heads merged with transpose_output (step 4))",
     },
 )
 def merged_by_plain_reshape(self, queries, keys, values, valid_lens=None):
@@ -334,8 +334,8 @@ def merged_by_plain_reshape(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the output against SDPA per head: row batch=1, query=0 is wrong",
-        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=8, heads=2, bias=False, valid_lens=[1]): row batch=0, query=0 is wrong",
+        "MultiHeadAttention": "(the valid_lens given to self.attention are not repeat_interleave(valid_lens, h, dim=0) (step 2))",
+        "MultiHeadAttention.torch": "(the valid_lens given to self.attention are not repeat_interleave(valid_lens, h, dim=0) (step 2))",
     },
 )
 def padding_dropped(self, queries, keys, values, valid_lens=None):
@@ -370,8 +370,8 @@ def dropout_after_merging(self, queries, keys, values, valid_lens=None):
 @wrong(
     "MultiHeadAttention",
     {
-        "MultiHeadAttention": "the forward with per-query valid_lens [[5, 1, 3], [2, 4, 0]] raised ValueError: valid_lens must have shape (4,) or (4, 3)",
-        "MultiHeadAttention.torch": "the forward (d=8, heads=2, bias=False, valid_lens=[[2, 4, 1, 1]]) raised ValueError: valid_lens must have shape (2,) or (2, 4)",
+        "MultiHeadAttention": "valid_lens [[5, 1, 3], [2, 4, 0]] raised ValueError: valid_lens must have shape (4,) or (4, 3)",
+        "MultiHeadAttention.torch": "valid_lens [[2, 4, 1, 1]] raised ValueError: valid_lens must have shape (2,) or (2, 4)",
     },
 )
 def lengths_flattened(self, queries, keys, values, valid_lens=None):
@@ -383,3 +383,217 @@ def lengths_flattened(self, queries, keys, values, valid_lens=None):
         valid_lens = torch.repeat_interleave(valid_lens, self.num_heads)
     output = self.attention(queries, keys, values, valid_lens)
     return self.W_o(transpose_output(output, self.num_heads))
+
+
+# ----------------------------------------------------------------- classes that used to escape
+
+
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens": "causal_valid_lens(X of shape (2, 3, 3), [4, 5]) modified its input valid_lens in place: at index (0,) it was",
+        "causal_valid_lens.mask": "causal_valid_lens(X of shape (4, 7, 2), [8, 7, 1, 4]) modified its input valid_lens in place: at index (0,)",
+    },
+)
+def causal_lengths_clamped_in_place(X, valid_lens=None):
+    """clamp_ writes the clamped lengths back into the caller's valid_lens."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(1, T + 1, device=X.device).repeat(B, 1)
+    if valid_lens is None:
+        return lens
+    return torch.minimum(lens, valid_lens.clamp_(max=T)[:, None])
+
+
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens": "causal_valid_lens must return int64 lengths (the dtype of torch.arange and of valid_lens), got dtype",
+        "causal_valid_lens.mask": "causal_valid_lens must return int64 lengths (the dtype of torch.arange and of valid_lens), got dtype",
+    },
+)
+def causal_int32_lengths(X, valid_lens=None):
+    """int32 lengths where the specification says int64."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(1, T + 1, device=X.device, dtype=torch.int32).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.minimum(lens, valid_lens[:, None].int())
+    return lens
+
+
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens": "causal_valid_lens(X) is on device cpu, expected meta",
+        "causal_valid_lens.mask": "causal_valid_lens(X) is on device cpu, expected meta",
+    },
+)
+def causal_positions_on_the_cpu(X, valid_lens=None):
+    """torch.arange without device=: the lengths live on the CPU whatever X's device."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(1, T + 1).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.minimum(lens, valid_lens[:, None])
+    return lens
+
+
+@wrong(
+    "causal_valid_lens",
+    {
+        "causal_valid_lens.perturbation": "with valid_lens [6, 3, 0]: output 0 of sequence 0 did not change when input 0 changed: position 0 must see",
+        "causal_valid_lens.mask": "for T=1, valid_lens=[1]: query 0 of sequence 0 may see keys [], expected [0]",
+    },
+)
+def causal_off_by_one(X, valid_lens=None):
+    """Query t gets t keys, not t + 1: it cannot see itself (query 0 sees nothing)."""
+    B, T = X.shape[0], X.shape[1]
+    lens = torch.arange(T, device=X.device).repeat(B, 1)
+    if valid_lens is not None:
+        lens = torch.minimum(lens, valid_lens[:, None])
+    return lens
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 2) has dtype torch.float32, expected torch.float64",
+        "transpose_qkv.loop": "transpose_qkv(X, 3) has dtype torch.float32, expected torch.float64",
+    },
+)
+def split_forced_float32(X, num_heads):
+    """Casts to float32."""
+    B, T, H = X.shape
+    X = X.float().reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+    return X.reshape(B * num_heads, T, H // num_heads)
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 2): the output does not require grad although its inputs and parameters do, so nothing can",
+        "transpose_qkv.loop": "transpose_qkv(X, 3): the output does not require grad although its inputs and parameters do, so nothing can",
+    },
+)
+def split_through_data(X, num_heads):
+    """Reshapes X.data: the values are right, but no gradient flows back to the projections."""
+    B, T, H = X.shape
+    X = X.data.reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+    return X.reshape(B * num_heads, T, H // num_heads)
+
+
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(heads, 2) has dtype torch.float32, expected torch.float64",
+        "transpose_output.loop": "transpose_output(heads, 3) has dtype torch.float32, expected torch.float64",
+    },
+)
+def merge_forced_float32(X, num_heads):
+    """Casts to float32."""
+    BH, T, hs = X.shape
+    X = X.float().reshape(BH // num_heads, num_heads, T, hs).permute(0, 2, 1, 3)
+    return X.reshape(BH // num_heads, T, num_heads * hs)
+
+
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(X, 2): the output does not require grad although its inputs and parameters do, so nothing",
+        "transpose_output.loop": "transpose_output(X, 3): the output does not require grad although its inputs and parameters do, so nothing",
+    },
+)
+def merge_detached(X, num_heads):
+    """Detaches the heads: no gradient flows back to the attention."""
+    BH, T, hs = X.shape
+    X = X.detach().reshape(BH // num_heads, num_heads, T, hs).permute(0, 2, 1, 3)
+    return X.reshape(BH // num_heads, T, num_heads * hs)
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the output with valid_lens [5, 2] against SDPA per head: row batch=0, query=0 is wrong (6 of 6 rows differ)",
+        "MultiHeadAttention.torch": "the output against nn.MultiheadAttention (d=16, heads=4, bias=True, keys ≠ values, valid_lens=None): row",
+    },
+)
+def values_projected_from_keys(self, queries, keys, values, valid_lens=None):
+    """W_v applied to the keys: right whenever keys and values are the same tensor."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys_h = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(keys), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys_h, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "attention_weights has dtype torch.float32, expected torch.float64",
+        "MultiHeadAttention.torch": "attention_weights has dtype torch.float32, expected torch.float64",
+    },
+)
+def multihead_forced_float32(self, queries, keys, values, valid_lens=None):
+    """Casts the heads to float32."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads).float()
+    keys = transpose_qkv(self.W_k(keys), self.num_heads).float()
+    values = transpose_qkv(self.W_v(values), self.num_heads).float()
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads).to(self.W_o.weight.dtype))
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the forward (d=4, heads=2, B=2, m=2, n=3, bias=True): no gradient reached W_q.weight, W_q.bias, queries.",
+        "MultiHeadAttention.torch": "the forward (d=12, heads=3, B=3, m=4, n=6, bias=True): no gradient reached W_q.weight, W_q.bias, queries.",
+    },
+)
+def query_projection_without_grad(self, queries, keys, values, valid_lens=None):
+    """W_q under torch.no_grad(): the queries' projection never learns."""
+    with torch.no_grad():
+        queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "reading attention_weights failed ('MultiHeadAttention' object has no attribute 'attention_weights'): the",
+        "MultiHeadAttention.torch": "reading attention_weights failed ('MultiHeadAttention' object has no attribute 'attention_weights'): the",
+    },
+)
+def sdpa_instead_of_self_attention(self, queries, keys, values, valid_lens=None):
+    """Calls SDPA directly: the output is right, but attention_weights is never stored."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    mask = None
+    if valid_lens is not None:
+        lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+        lens = lens[:, None] if lens.dim() == 1 else lens
+        mask = torch.arange(keys.shape[1], device=keys.device) < lens[..., None]
+    output = torch.nn.functional.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
+    return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X of shape (2, 3, 6), 3) raised RuntimeError: view size is not compatible with input tensor's",
+        "transpose_qkv.loop": "transpose_qkv(X of shape (3, 5, 12), 3) raised RuntimeError: view size is not compatible with input tensor's",
+    },
+)
+def view_after_permute(X, num_heads):
+    """view on the non-contiguous tensor that permute returns: a RuntimeError (it used to cost
+    Exercise 7.3 its points as well)."""
+    B, T, H = X.shape
+    X = X.reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+    return X.view(B * num_heads, T, H // num_heads)

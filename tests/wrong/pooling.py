@@ -71,8 +71,8 @@ def absolute_distance(queries, keys, values, bandwidth=1.0):
 @wrong(
     "nadaraya_watson",
     {
-        "nadaraya_watson": "attention_weights has shape (3, 2), expected (2, 3)",
-        "nadaraya_watson.values": "weights (m=4, n=9, σ=0.3) has shape (9, 4), expected (4, 9)",
+        "nadaraya_watson": "attention_weights (m=2, n=3) has shape (3, 2), expected (2, 3)",
+        "nadaraya_watson.values": "attention_weights (m=4, n=9) has shape (9, 4), expected (4, 9)",
     },
 )
 def weights_transposed(queries, keys, values, bandwidth=1.0):
@@ -92,3 +92,63 @@ def sign_flipped(queries, keys, values, bandwidth=1.0):
     """+(q - k)²: attends to the farthest keys."""
     weights = torch.softmax(((queries[:, None] - keys[None, :]) ** 2) / (2 * bandwidth**2), dim=1)
     return weights @ values, weights
+
+
+# ----------------------------------------------------------------- classes that used to escape
+# Forced float32, a detached input, an input changed in place, a tensor moved to the CPU.
+
+
+@wrong(
+    "nadaraya_watson",
+    {
+        "nadaraya_watson": "predictions (m=3, n=4) has dtype torch.float32, expected torch.float64",
+        "nadaraya_watson.values": "predictions (m=1, n=1) has dtype torch.float32, expected torch.float64",
+    },
+)
+def pooling_forced_float32(queries, keys, values, bandwidth=1.0):
+    """Casts to float32: a float64 input gives float32 predictions."""
+    scores = -((queries.float()[:, None] - keys.float()[None, :]) ** 2) / (2 * bandwidth**2)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values.float(), weights
+
+
+@wrong(
+    "nadaraya_watson",
+    {
+        "nadaraya_watson": "nadaraya_watson (m=3, n=4): no gradient reached keys. Every parameter and every input must stay in the graph",
+        "nadaraya_watson.values": "nadaraya_watson (m=6, n=9): no gradient reached keys. Every parameter and every input must stay in the graph",
+    },
+)
+def pooling_detached_keys(queries, keys, values, bandwidth=1.0):
+    """Keys detached: no gradient reaches them (a learned key position could not move)."""
+    scores = -((queries[:, None] - keys.detach()[None, :]) ** 2) / (2 * bandwidth**2)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+
+
+@wrong(
+    "nadaraya_watson",
+    {
+        "nadaraya_watson": "nadaraya_watson(queries (2,), keys (3,), values (3,), torch.float32) changed its input queries in place: it",
+        "nadaraya_watson.values": "nadaraya_watson(queries (1,), keys (1,), values (1,), torch.float64) changed its input queries in place: it",
+    },
+)
+def pooling_queries_unsqueezed_in_place(queries, keys, values, bandwidth=1.0):
+    """unsqueeze_ turns the caller's queries into a column."""
+    scores = -((queries.unsqueeze_(1) - keys[None, :]) ** 2) / (2 * bandwidth**2)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ values, weights
+
+
+@wrong(
+    "nadaraya_watson",
+    {
+        "nadaraya_watson": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every",
+        "nadaraya_watson.values": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every",
+    },
+)
+def pooling_values_to_cpu(queries, keys, values, bandwidth=1.0):
+    """Moves the values to the CPU (to print them, say): on a GPU the predictions come back there."""
+    scores = -((queries[:, None] - keys[None, :]) ** 2) / (2 * bandwidth**2)
+    weights = torch.softmax(scores, dim=-1)
+    return (weights.cpu() @ values.cpu()).to(weights.dtype), weights

@@ -335,7 +335,7 @@ def product_of_terms(queries, keys, w):
 @wrong(
     "sum_scores",
     {
-        "sum_scores": "sum_scores has shape (1, 3, 2), expected (1, 2, 3)",
+        "sum_scores": "sum_scores(queries, keys) has shape (1, 3, 2), expected (1, 2, 3)",
         "sum_scores.values": "sum_scores for B=2, m=3, n=5 has shape (2, 5, 3), expected (2, 3, 5)",
     },
 )
@@ -410,7 +410,7 @@ def distance_without_query_norm(queries, keys):
 @wrong(
     "distance_scores",
     {
-        "distance_scores": "distance_scores has shape (1, 3, 2), expected (1, 2, 3)",
+        "distance_scores": "distance_scores(queries, keys) has shape (1, 3, 2), expected (1, 2, 3)",
         "distance_scores.values": "distance_scores for B=2, m=3, n=5 has shape (2, 5, 3), expected (2, 3, 5)",
     },
 )
@@ -429,3 +429,218 @@ def distance_transposed(queries, keys):
 def distance_l1(queries, keys):
     """-‖q - k‖₁/2: a Laplace kernel, not the Gaussian."""
     return -torch.cdist(queries, keys, p=1) / 2
+
+
+# ----------------------------------------------------------------- classes that used to escape
+# Forced float32, weights cut from the graph, dropout applied twice, inputs changed in place,
+# a (B, m, n, d) tensor of differences.
+
+
+@wrong(
+    "AdditiveAttention",
+    {
+        "AdditiveAttention": "the output has dtype torch.float32, expected torch.float64",
+        "AdditiveAttention.values": "the output has dtype torch.float32, expected torch.float64",
+    },
+)
+def additive_forced_float32(self, queries, keys, values, valid_lens=None):
+    """Casts the projections to float32: float64 inputs give float32 weights and outputs."""
+    features = torch.tanh(
+        self.W_q(queries).float().unsqueeze(2) + self.W_k(keys).float().unsqueeze(1)
+    )
+    scores = (features @ self.w_v.weight.float().T).squeeze(-1)
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values.float())
+
+
+@wrong(
+    "AdditiveAttention",
+    {
+        "AdditiveAttention": "the forward (B=2, m=3, n=4, queries of size 3, keys 4, values 3): no gradient reached W_q.weight. Every",
+        "AdditiveAttention.values": "the forward (B=3, m=4, n=6, queries of size 5, keys 6, values 2): no gradient reached W_q.weight. Every",
+    },
+)
+def additive_detached_weights(self, queries, keys, values, valid_lens=None):
+    """Uses W_q.weight.detach(): the forward is right, but W_q never learns."""
+    projected = queries @ self.W_q.weight.detach().T
+    features = torch.tanh(projected.unsqueeze(2) + self.W_k(keys).unsqueeze(1))
+    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong(
+    "AdditiveAttention",
+    {
+        "AdditiveAttention": "the output in train mode (p=0.5, B=4, m=6, n=8, values = identity so that the output is the weights): with",
+        "AdditiveAttention.dropout": "the output in train mode (p=0.3, B=6, m=7, n=9, values = identity so that the output is the weights): with",
+    },
+)
+def additive_dropout_twice(self, queries, keys, values, valid_lens=None):
+    """Dropout applied twice: keeps (1 - p)² of the weights, scaled by 1 / (1 - p)²."""
+    features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
+    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+    return torch.bmm(self.dropout(self.dropout(self.attention_weights)), values)
+
+
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention": "the output has dtype torch.float32, expected torch.float64",
+        "DotProductAttention.values": "the output has dtype torch.float32, expected torch.float64",
+    },
+)
+def dot_forced_float32(self, queries, keys, values, valid_lens=None):
+    """Casts to float32: float64 inputs give float32 weights and outputs."""
+    d = queries.shape[-1]
+    scores = torch.bmm(queries.float(), keys.float().transpose(1, 2)) / math.sqrt(d)
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values.float())
+
+
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention": "the forward (B=2, m=3, n=4, queries of size 5, keys 5, values 3): no gradient reached queries, keys. Every",
+        "DotProductAttention.values": "the forward (B=3, m=5, n=2, queries of size 7, keys 7, values 4): no gradient reached queries, keys. Every",
+    },
+)
+def dot_scores_without_grad(self, queries, keys, values, valid_lens=None):
+    """Scores under torch.no_grad(): no gradient reaches the queries or the keys."""
+    with torch.no_grad():
+        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong(
+    "DotProductAttention",
+    {
+        "DotProductAttention": "the output in train mode (p=0.5, B=4, m=6, n=8, values = identity so that the output is the weights): with",
+        "DotProductAttention.dropout": "the output in train mode (p=0.3, B=6, m=7, n=9, values = identity so that the output is the weights): with",
+    },
+)
+def dot_dropout_twice(self, queries, keys, values, valid_lens=None):
+    """Dropout on the weights and again on the output."""
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return self.dropout(torch.bmm(self.dropout(self.attention_weights), values))
+
+
+@wrong(
+    "BilinearAttention",
+    {
+        "BilinearAttention": "the output has dtype torch.float32, expected torch.float64",
+        "BilinearAttention.values": "the output has dtype torch.float32, expected torch.float64",
+    },
+)
+def bilinear_forced_float32(self, queries, keys, values, valid_lens=None):
+    """Casts to float32: float64 inputs give float32 weights and outputs."""
+    scores = torch.bmm(queries.float() @ self.W.float(), keys.float().transpose(1, 2))
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values.float())
+
+
+@wrong(
+    "BilinearAttention",
+    {
+        "BilinearAttention": "the forward (B=2, m=3, n=4, queries of size 3, keys 4, values 3): no gradient reached W. Every parameter and",
+        "BilinearAttention.values": "the forward (B=3, m=5, n=3, queries of size 4, keys 6, values 2): no gradient reached W. Every parameter and",
+    },
+)
+def bilinear_detached_W(self, queries, keys, values, valid_lens=None):
+    """W.detach(): the forward is right, but W never learns."""
+    scores = torch.bmm(queries @ self.W.detach(), keys.transpose(1, 2))
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong(
+    "BilinearAttention",
+    {
+        "BilinearAttention": "the output in train mode (p=0.5, B=4, m=6, n=8, values = identity so that the output is the weights): with",
+        "BilinearAttention.dropout": "the output in train mode (p=0.3, B=6, m=7, n=9, values = identity so that the output is the weights): with",
+    },
+)
+def bilinear_dropout_twice(self, queries, keys, values, valid_lens=None):
+    """Dropout applied twice to the weights."""
+    scores = torch.bmm(queries @ self.W, keys.transpose(1, 2))
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.dropout(self.attention_weights)), values)
+
+
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "sum_scores(queries, keys) has dtype torch.float32, expected torch.float64",
+        "sum_scores.values": "sum_scores(queries, keys) has dtype torch.float32, expected torch.float64",
+    },
+)
+def sum_scores_forced_float32(queries, keys, w):
+    """Casts to float32."""
+    w = w.float()
+    return (queries.float() @ w)[:, :, None] + (keys.float() @ w)[:, None, :]
+
+
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "sum_scores on queries (1, 2, 2), keys (1, 3, 2), torch.float32 changed its input w in place: it was",
+        "sum_scores.values": "sum_scores on queries (3, 4, 5), keys (3, 6, 5), torch.float32 changed its input w in place: it was",
+    },
+)
+def sum_scores_w_unsqueezed_in_place(queries, keys, w):
+    """unsqueeze_ turns the caller's w into a column."""
+    w.unsqueeze_(-1)  # (d,) -> (d, 1)
+    return queries @ w + (keys @ w).transpose(1, 2)
+
+
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "B=2, m=3, n=4, d=2: no gradient reached w. Every parameter and every input must stay in the graph: no",
+        "sum_scores.values": "B=3, m=4, n=6, d=5: no gradient reached w. Every parameter and every input must stay in the graph: no",
+    },
+)
+def sum_scores_detached_w(queries, keys, w):
+    """w.detach(): the learned vector gets no gradient."""
+    w = w.detach()
+    return (queries @ w)[:, :, None] + (keys @ w)[:, None, :]
+
+
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores(queries, keys) has dtype torch.float32, expected torch.float64",
+        "distance_scores.values": "distance_scores(queries, keys) has dtype torch.float32, expected torch.float64",
+    },
+)
+def distance_forced_float32(queries, keys):
+    """Casts to float32."""
+    q, k = queries.float(), keys.float()
+    qk = torch.bmm(q, k.transpose(1, 2))
+    return qk - (q**2).sum(-1)[:, :, None] / 2 - (k**2).sum(-1)[:, None, :] / 2
+
+
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores.values": "distance_scores made a tensor of shape (2, 6, 7, 16) (1344 numbers) for B=2, m=6, n=7, d=16: the (B, m, n, d)"
+    },
+)
+def distance_by_differences(queries, keys):
+    """The (B, m, n, d) tensor of differences that the exercise rules out."""
+    return -(((queries[:, :, None, :] - keys[:, None, :, :]) ** 2).sum(-1)) / 2
+
+
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "B=2, m=3, n=4, d=2: the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "distance_scores.values": "B=3, m=4, n=6, d=5: the gradient is not the derivative of the output. Along a random direction autograd gives",
+    },
+)
+def distance_norms_without_grad(queries, keys):
+    """The squared norms under torch.no_grad(): their gradient is lost."""
+    with torch.no_grad():
+        q2, k2 = (queries**2).sum(-1), (keys**2).sum(-1)
+    return torch.bmm(queries, keys.transpose(1, 2)) - q2[:, :, None] / 2 - k2[:, None, :] / 2

@@ -214,3 +214,95 @@ def float64_table(max_len, num_hiddens):
     P = torch.empty(max_len, num_hiddens, dtype=torch.float64)
     P[:, 0::2], P[:, 1::2] = torch.sin(angles), torch.cos(angles)
     return P
+
+
+# ----------------------------------------------------------------- classes that used to escape
+
+
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention": "the forward on X (2, 5, 6), valid_lens [5, 2] modified its input X in place: at index (1, 2, 0) it was",
+        "SelfAttention.values": "the forward on X (1, 1, 5), valid_lens [0] modified its input X in place: at index (0, 0, 0) it was 1.541 and",
+    },
+)
+def padding_zeroed_in_place(self, X, valid_lens=None):
+    """Zeroes the padded positions of the caller's X (the loop reference used to see it too)."""
+    if valid_lens is not None:
+        X[torch.arange(X.shape[1], device=X.device) >= valid_lens[:, None]] = 0
+    queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
+    return self.attention(queries, keys, values, valid_lens)
+
+
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention": "the forward (B=2, N=4, D_X=5): no gradient reached W_q.weight, W_k.weight. Every parameter and every input",
+        "SelfAttention.values": "the forward (B=3, N=5, D_X=6): no gradient reached W_q.weight, W_q.bias, W_k.weight, W_k.bias. Every",
+    },
+)
+def projections_without_grad(self, X, valid_lens=None):
+    """Queries and keys under torch.no_grad(): W_q and W_k never learn."""
+    with torch.no_grad():
+        queries, keys = self.W_q(X), self.W_k(X)
+    return self.attention(queries, keys, self.W_v(X), valid_lens)
+
+
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention": "the output has dtype torch.float32, expected torch.float64",
+        "SelfAttention.values": "the output has dtype torch.float32, expected torch.float64",
+    },
+)
+def self_attention_forced_float32(self, X, valid_lens=None):
+    """Casts the projections to float32."""
+    queries, keys, values = self.W_q(X).float(), self.W_k(X).float(), self.W_v(X).float()
+    return self.attention(queries, keys, values, valid_lens)
+
+
+@wrong(
+    "SelfAttention",
+    {
+        "SelfAttention": "the output in train mode (p=0.5, X = I, W_v = I so that the output is the weights): with dropout p=0.5 in",
+        "SelfAttention.dropout": "the output in train mode (p=0.3, X = I, W_v = I so that the output is the weights): with dropout p=0.3 in",
+    },
+)
+def self_attention_dropout_twice(self, X, valid_lens=None):
+    """Dropout inside the attention and again on its output."""
+    out = self.attention(self.W_q(X), self.W_k(X), self.W_v(X), valid_lens)
+    return self.attention.dropout(out)
+
+
+@wrong(
+    "positional_encoding",
+    {
+        "positional_encoding": "positional_encoding(3, 4) has dtype torch.float64, expected torch.float32",
+        "positional_encoding.formula": "positional_encoding(1, 2) has dtype torch.float64, expected torch.float32",
+    },
+)
+def table_in_float64(max_len, num_hiddens):
+    """Builds the table in float64 and forgets the float32 the exercise asks for."""
+    positions = torch.arange(max_len, dtype=torch.float64)[:, None]
+    omega = 10000 ** (-torch.arange(0, num_hiddens, 2, dtype=torch.float64) / num_hiddens)
+    P = torch.zeros(max_len, num_hiddens, dtype=torch.float64)
+    P[:, 0::2], P[:, 1::2] = torch.sin(positions * omega), torch.cos(positions * omega)
+    return P
+
+
+@wrong(
+    "positional_encoding",
+    {
+        "positional_encoding.formula": "positional_encoding(7, 2): row position=1 is wrong (3 of 7 rows differ)"
+    },
+)
+def table_in_half_precision(max_len, num_hiddens):
+    """Computes the angles in float16: positions beyond a few hundred lose their digits."""
+    positions = torch.arange(max_len, dtype=torch.float16)[:, None]
+    omega = 10000 ** (-torch.arange(0, num_hiddens, 2, dtype=torch.float16) / num_hiddens)
+    P = torch.zeros(max_len, num_hiddens)
+    P[:, 0::2], P[:, 1::2] = (
+        torch.sin(positions * omega).float(),
+        torch.cos(positions * omega).float(),
+    )
+    return P

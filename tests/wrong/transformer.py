@@ -177,3 +177,59 @@ def no_dropout_on_the_sublayers(self, X, valid_lens=None):
         X = self.norm1(X + self.attention(X, X, X, valid_lens))
         X = self.norm2(X + self.ffn(X))
     return X
+
+
+# ----------------------------------------------------------------- classes that used to escape
+
+
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "the forward on X (2, 3, 4), valid_lens [2, 3] raised RuntimeError: mat1 and mat2 must have the same dtype",
+        "TransformerBlock.torch": "the forward on X (3, 5, 6), valid_lens [2, 5, 1] raised RuntimeError: mat1 and mat2 must have the same dtype",
+    },
+)
+def block_forced_float32(self, X, valid_lens=None):
+    """Casts to float32 at the start: float64 in, float32 out."""
+    X = X.float()
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y, valid_lens))
+        return X + self.dropout(self.ffn(self.norm2(X)))
+    X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+    return self.norm2(X + self.dropout(self.ffn(X)))
+
+
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "the forward on X (2, 5, 8), valid_lens None modified its input X in place: at index (0, 0, 0) it was -2.31041",
+        "TransformerBlock.torch": "the forward on X (3, 6, 12), valid_lens None modified its input X in place: at index (0, 0, 0) it was",
+    },
+)
+def residual_added_in_place(self, X, valid_lens=None):
+    """X += ...: the caller's X changes (and a leaf that requires grad refuses it)."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X += self.dropout(self.attention(Y, Y, Y, valid_lens))
+        X += self.dropout(self.ffn(self.norm2(X)))
+        return X
+    X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+    return self.norm2(X + self.dropout(self.ffn(X)))
+
+
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "X_out - X of a pre-norm block with a silent ffn (the attention sublayer), p=0.5 in train mode: with dropout",
+        "TransformerBlock.dropout": "X_out - X of a pre-norm block with a silent ffn (the attention sublayer), p=0.3 in train mode: with dropout",
+    },
+)
+def sublayer_dropout_twice(self, X, valid_lens=None):
+    """Dropout twice on each sublayer's output."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.dropout(self.attention(Y, Y, Y, valid_lens)))
+        return X + self.dropout(self.dropout(self.ffn(self.norm2(X))))
+    X = self.norm1(X + self.dropout(self.dropout(self.attention(X, X, X, valid_lens))))
+    return self.norm2(X + self.dropout(self.dropout(self.ffn(X))))

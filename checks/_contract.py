@@ -1,0 +1,301 @@
+"""Properties every graded function and module must have, whatever it computes.
+
+Each helper tests one property that a wrong answer can break while its values
+look right on the usual inputs:
+
+- :func:`invoke`: the inputs are left unchanged (no ``X[...] = 0``, no ``clamp_``);
+- :func:`expect_gradients`: a gradient reaches every parameter and every input
+  that requires one (no ``.detach()``, no ``torch.no_grad()`` around a projection);
+- :func:`on_meta`: tensors made inside stay on the inputs' device (no ``torch.arange``
+  without ``device=``, no ``.cpu()``), proven on the ``meta`` device, so that a
+  grader without a GPU sees it;
+- :func:`float64_device`: where float64 is tested (the CPU for a device without it);
+- :func:`expect_dropout_pattern`: dropout with 0 < p < 1 zeroes a fraction p of the
+  weights and scales the rest by 1 / (1 - p), once;
+- :func:`largest_intermediate`: the largest tensor the code under test creates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves
+
+from checks._core import CheckError, calling, is_harness_file, shape_str
+
+_clone = torch.Tensor.clone
+_equal = torch.equal
+_isnan = torch.isnan
+
+
+def float64_device(device) -> torch.device:
+    """``device``, or the CPU where ``device`` has no float64 (Apple's MPS)."""
+    device = torch.device(device)
+    return torch.device("cpu") if device.type == "mps" else device
+
+
+def _tensors(args, kwargs, names=None) -> list[tuple[str, torch.Tensor]]:
+    """The tensor arguments, each with its name (``names`` for the positional ones)."""
+    names = names or ()
+    named = [(names[i] if i < len(names) else f"argument {i + 1}", a) for i, a in enumerate(args)]
+    named += list(kwargs.items())
+    return [(n, t) for n, t in named if isinstance(t, torch.Tensor)]
+
+
+def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
+    """Call ``fn(*args, **kwargs)`` and check that it left every tensor argument unchanged.
+
+    Args:
+        fn: the function or module to call.
+        what: the call as the student would write it, for messages.
+        names: the names of the positional arguments (``("queries", "keys", ...)``).
+        under: the function or class under test, to point at its line if it crashes.
+    """
+    named = _tensors(args, kwargs, names)
+    before = [(n, t, _clone(t.detach()), t.dtype, tuple(t.shape)) for n, t in named]
+    with calling(what, under if under is not None else fn):
+        out = fn(*args, **kwargs)
+    for name, t, copy, dtype, shape in before:
+        if t.dtype != dtype or tuple(t.shape) != shape:
+            raise CheckError(
+                f"{what} changed its input {name} in place: it was {dtype} of shape "
+                f"{shape_str(shape)} and is now {t.dtype} of shape {shape_str(t.shape)}. "
+                "Work on a new tensor (unsqueeze, not unsqueeze_)."
+            )
+        now = t.detach()
+        if t.device.type == "meta":
+            continue
+        same = (now == copy) | (_isnan(now) & _isnan(copy)) if now.is_floating_point() else None
+        if same is None:
+            same = now == copy
+        if not bool(same.all()):
+            index = tuple(int(i) for i in torch.nonzero(~same)[0])
+            raise CheckError(
+                f"{what} modified its input {name} in place: at index {shape_str(index)} it "
+                f"was {copy[index].item():.6g} and is now {now[index].item():.6g}. The caller "
+                "may still need it: compute a new tensor (masked_fill, torch.where, clamp, "
+                "not X[...] = ..., masked_fill_ or clamp_)."
+            )
+    return out
+
+
+def expect_gradients(out: torch.Tensor, named: dict, what: str, *, seed: int = 0) -> None:
+    """Backpropagate a random projection of ``out``; every tensor in ``named`` must get a gradient.
+
+    Args:
+        out: the output, computed from the tensors in ``named``.
+        named: ``{"W_q.weight": tensor, "queries": tensor, ...}``, each requiring grad.
+        what: the call, for messages.
+    """
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        raise CheckError(
+            f"{what}: the output does not require grad although its inputs and parameters "
+            "do, so nothing can be learned: is it computed under torch.no_grad(), or "
+            "detached (.detach(), .data, torch.tensor(...))?"
+        )
+    for t in named.values():
+        t.grad = None
+    gen = torch.Generator().manual_seed(seed)
+    direction = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    with calling(f"backward through {what}"):
+        (out * direction.to(device=out.device, dtype=out.dtype)).sum().backward()
+    missing = [n for n, t in named.items() if t.grad is None]
+    if missing:
+        raise CheckError(
+            f"{what}: no gradient reached {', '.join(missing)}. Every parameter and every "
+            "input must stay in the graph: no .detach(), .data or torch.no_grad() on the "
+            "way from them to the output."
+        )
+    for name, t in named.items():
+        if not bool(torch.isfinite(t.grad).all()):
+            raise CheckError(f"{what}: the gradient of {name} is not finite")
+
+
+def module_tensors(module, **inputs) -> dict:
+    """The module's parameters (by name) and the given inputs, each set to require grad."""
+    named = {n: p for n, p in module.named_parameters() if p.requires_grad}
+    for name, t in inputs.items():
+        if t is not None and t.is_floating_point():
+            t.requires_grad_(True)
+            named[name] = t
+    return named
+
+
+class _DeviceWatch(TorchFunctionMode):
+    """Raise a CheckError where code running on meta tensors mixes in (or moves to) the CPU."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        leaves = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        on_meta = any(t.device.type == "meta" for t in leaves)
+        on_cpu = [t for t in leaves if t.device.type == "cpu" and t.dim() > 0]
+        name = getattr(func, "__name__", str(func))
+        if on_meta and on_cpu and name not in ("__get__", "__set__"):
+            raise _device_error(
+                f"{name} got a tensor of shape {shape_str(on_cpu[0].shape)} on the CPU together "
+                "with tensors on the inputs' device. A tensor made without device= (torch.arange, "
+                "torch.zeros, torch.tensor, ...) lands on the CPU and fails on a GPU: pass "
+                "device=X.device."
+            )
+        if on_meta and name in ("cpu", "numpy"):
+            raise _device_error(
+                f".{name}() moves a tensor off the inputs' device: on a GPU the result would "
+                "come back on the CPU. Keep every tensor on the inputs' device."
+            )
+        out = func(*args, **kwargs)
+        if on_meta and name == "to" and isinstance(out, torch.Tensor) and out.device.type == "cpu":
+            raise _device_error(
+                ".to(...) moved a tensor to the CPU: keep every tensor on the inputs' device."
+            )
+        return out
+
+
+def _device_error(message: str) -> CheckError:
+    """A CheckError naming the line of the code under test that is running now."""
+    for frame in inspect.stack(context=1)[2:]:
+        if not is_harness_file(frame.filename) and frame.code_context:
+            line = frame.code_context[0].strip()
+            return CheckError(
+                f"{message}\n      at line {frame.lineno} of {frame.function}: {line}"
+            )
+    return CheckError(message)
+
+
+# What a device without data cannot do: read values. Code that needs them cannot be judged on
+# meta, so such a crash is no failure of the device check (the values checks test that code).
+_DATA_DEPENDENT = (
+    "meta tensor",
+    "meta device",
+    "data-dependent",
+    "cannot be called on meta",
+    "register_meta",
+)
+
+
+def on_meta(call, what: str, under=None):
+    """Run ``call()`` (which builds its inputs on ``meta``) and check the result stays on meta.
+
+    Returns the output, or None when the code under test needs the values of its inputs
+    (``.item()``, ``.tolist()``, boolean indexing), which a meta tensor does not have.
+    """
+    try:
+        with _DeviceWatch():
+            with calling(what, under):
+                out = call()
+    except NotImplementedError as err:  # calling() lets these through: an exercise not done yet
+        if any(s in str(err) for s in _DATA_DEPENDENT):
+            return None
+        raise
+    except CheckError as err:
+        cause = err.__cause__
+        text = f"{type(cause).__name__}: {cause}" if cause is not None else ""
+        if cause is not None and "expected device" in text:
+            raise CheckError(
+                f"{err}\n      (a tensor was made on the CPU while the inputs were on another "
+                "device: pass device=... when you create it)"
+            ) from None
+        if cause is not None and any(s in text for s in _DATA_DEPENDENT):
+            return None
+        raise
+    for t in out if isinstance(out, tuple) else (out,):
+        if isinstance(t, torch.Tensor) and t.device.type != "meta":
+            raise CheckError(
+                f"{what}: the output is on {t.device}, expected the inputs' device meta"
+            )
+    return out
+
+
+def expect_dropout_pattern(dropped, weights, p: float, what: str) -> None:
+    """``dropped`` must be ``weights`` with a fraction ≈ p zeroed and the rest divided by 1 - p.
+
+    Dropout applied twice keeps (1 - p)² of the weights and scales them by 1 / (1 - p)²;
+    dropout on the scores instead of the weights, or no dropout at all, gives other values.
+    """
+    d, w = dropped.detach().double().cpu(), weights.detach().double().cpu()
+    live = w.abs() > 1e-6  # weights that are not zero before dropout
+    kept = live & ((d - w / (1 - p)).abs() <= 1e-4 + 1e-3 * (w / (1 - p)).abs())
+    zeroed = live & (d.abs() <= 1e-6)
+    odd = live & ~kept & ~zeroed
+    if bool(odd.any()):
+        index = tuple(int(i) for i in torch.nonzero(odd)[0])
+        raise CheckError(
+            f"{what}: with dropout p={p} in training every weight should be 0 or its value "
+            f"divided by 1 - p = {1 - p}; at {shape_str(index)} the weight {w[index].item():.6g} "
+            f"became {d[index].item():.6g} (ratio {d[index].item() / w[index].item():.4g}, "
+            f"expected 0 or {1 / (1 - p):.4g}). Is dropout applied once, to the weights?"
+        )
+    n = int(live.sum())
+    fraction = int(zeroed.sum()) / max(n, 1)
+    spread = 4 * math.sqrt(p * (1 - p) / max(n, 1))  # four standard deviations
+    if abs(fraction - p) > spread:
+        raise CheckError(
+            f"{what}: with dropout p={p} in training, {fraction:.3f} of {n} weights were "
+            f"zeroed, expected about {p} (±{spread:.3f}). Is dropout applied once, to the "
+            "weights, and only in training?"
+        )
+
+
+class _SizeWatch(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.largest = (0, ())
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and t.numel() > self.largest[0]:
+                self.largest = (t.numel(), tuple(t.shape))
+        return out
+
+
+@contextlib.contextmanager
+def largest_intermediate():
+    """Record the largest tensor any PyTorch call returns inside the block: ``(numel, shape)``."""
+    watch = _SizeWatch()
+    with watch:
+        yield watch
+
+
+def seeded(seed: int):
+    """Fork the global RNG and seed it, so that dropout draws are reproducible and private."""
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch.random.fork_rng(devices=[]))
+    torch.manual_seed(seed)
+    return stack
+
+
+def expect_gradient_values(f, inputs: dict, what: str, *, seed: int = 0, eps: float = 1e-6):
+    """The gradient autograd gives must be the derivative: checked along a random direction.
+
+    In float64: for L(x) = Σ f(x) ⊙ R, compare Σ_i ⟨∂L/∂x_i, u_i⟩ with the central difference
+    (L(x + εu) - L(x - εu)) / 2ε. A value computed under ``torch.no_grad()`` or detached
+    somewhere inside (but not everywhere) gives a gradient that is not the derivative.
+
+    Args:
+        f: ``f(**inputs)`` returns the output tensor.
+        inputs: float64 tensors by name.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    leaves = {n: t.detach().clone().requires_grad_() for n, t in inputs.items()}
+    out = f(**leaves)
+    R = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(out.device)
+    grads = torch.autograd.grad((out * R).sum(), list(leaves.values()), allow_unused=True)
+    dirs = {
+        n: torch.randn(t.shape, generator=gen, dtype=torch.float64).to(t.device)
+        for n, t in inputs.items()
+    }
+    analytic = sum(float((g * dirs[n]).sum()) for n, g in zip(leaves, grads) if g is not None)
+    with torch.no_grad():
+        plus = f(**{n: t.detach() + eps * dirs[n] for n, t in inputs.items()})
+        minus = f(**{n: t.detach() - eps * dirs[n] for n, t in inputs.items()})
+        numeric = float(((plus - minus) * R).sum()) / (2 * eps)
+    if abs(analytic - numeric) > 1e-5 + 1e-4 * abs(numeric):
+        raise CheckError(
+            f"{what}: the gradient is not the derivative of the output. Along a random "
+            f"direction autograd gives {analytic:.8g}, the finite difference {numeric:.8g}. "
+            "Is part of the computation detached or under torch.no_grad()?"
+        )
