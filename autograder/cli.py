@@ -47,7 +47,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--wall-factor",
         type=int,
-        default=10,
         help="wall-clock backstop, as a multiple of the CPU limits (default 10)",
     )
     p.add_argument("--memory", type=int, default=4096, help="MiB per notebook (default 4096)")

@@ -57,7 +57,7 @@ def _limits(memory_mb: int):
 
 
 class Worker:
-    def __init__(self, index: int, memory_mb: int, log_dir: Path, replies: queue.Queue, jobs: int):
+    def __init__(self, index: int, memory_mb: int, log_dir: Path, replies: queue.Queue):
         env = {
             k: v
             for k, v in os.environ.items()
@@ -272,7 +272,9 @@ class Settings:
     jobs: int
     cell_timeout: int = 60  # CPU seconds per cell (wall clock without the sandbox)
     notebook_timeout: int = 600  # CPU seconds per notebook (wall clock without the sandbox)
-    wall_factor: int = 10  # the wall-clock backstop, as a multiple of the two limits above
+    # The wall-clock backstop, as a multiple of the two limits above: only a notebook that
+    # sleeps or waits (not one on a busy machine) should ever reach it.
+    wall_factor: int = 10
     memory_mb: int = 4096
     force: bool = False
     shard: tuple[int, int] = (1, 1)
@@ -496,7 +498,7 @@ def _grade_in_parallel(
     wall_limit = settings.notebook_timeout * (settings.wall_factor if settings.sandbox else 1)
     log_dir = course_root / ".grading" / "logs"
     workers = [
-        Worker(k, settings.memory_mb, log_dir, replies, settings.jobs)
+        Worker(k, settings.memory_mb, log_dir, replies)
         for k in range(min(settings.jobs, len(gradable)))
     ]
     pending = list(enumerate(gradable))
@@ -592,7 +594,7 @@ def _grade_in_parallel(
                         )
                         busy.discard(w)
                         workers[w.index] = fresh = Worker(
-                            w.index, settings.memory_mb, log_dir, replies, settings.jobs
+                            w.index, settings.memory_mb, log_dir, replies
                         )
                         fresh.ready.wait(timeout=120)
                         if pending:
@@ -611,7 +613,7 @@ def _grade_in_parallel(
                     "the grading process died (memory limit or a signal)",
                 )
                 workers[worker.index] = worker = Worker(
-                    worker.index, settings.memory_mb, log_dir, replies, settings.jobs
+                    worker.index, settings.memory_mb, log_dir, replies
                 )
                 worker.ready.wait(timeout=120)
             else:

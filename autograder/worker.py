@@ -32,9 +32,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 COURSE_ID = "attention-step-by-step"
-# The wall-clock backstop, as a multiple of the CPU-time limits: only a notebook that sleeps
-# or waits (not one on a busy machine) should ever reach it.
-WALL_FACTOR = 10
 
 
 def _setup_path() -> None:
@@ -88,7 +85,7 @@ def grade(job: dict) -> dict:
     cfg.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
     cfg.Execute.kernel_name = "python3"
     cell_cpu = job["cell_timeout"]
-    wall_factor = job.get("wall_factor", WALL_FACTOR)
+    wall_factor = job["wall_factor"]  # autograder.grading.Settings.wall_factor
     if job.get("sandbox", True):
         from autograder.sandbox import FIRST_UID, Limits, SandboxKernelManager
 
