@@ -552,6 +552,24 @@ def test_nothing_is_cut_off_at_phone_width(name, visit):
         v.page.screenshot(path=str(SCREENSHOTS / f"{Path(name).name}-phone.png"), full_page=True)
 
 
+WIDE_EQUATIONS_JS = """() => {
+  const column = document.querySelector('article.bd-article').getBoundingClientRect();
+  return [...document.querySelectorAll('mjx-container[display="true"]')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > column.right + 1)
+    .map(e => `${e.scrollWidth} px in a ${e.clientWidth} px box: ${(e.textContent || '').slice(0, 50)}`);
+}"""
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_display_equations_fit_the_column_on_a_desktop(name, visit):
+    """At 1280 px, does every display equation fit the text column, so that none has to be
+    scrolled to read its end (eq. 6.2 once lost its upper limit that way)?"""
+    v = visit(f"{name}.html", viewport=DESKTOP)
+    _typeset(v.page)
+    wide = v.page.evaluate(WIDE_EQUATIONS_JS)
+    assert not wide, "wider than the column:\n" + "\n".join(wide)
+
+
 def test_wide_tables_scroll_at_phone_width(visit):
     """Is the last column of the widest table (Ch. 7's mask conventions, "True means")
     reachable at 390 px by scrolling the table's own box?"""
