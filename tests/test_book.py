@@ -409,9 +409,18 @@ def _typeset(page) -> bool:
     return True
 
 
+WIDE_EQUATIONS_JS = """() => {
+  const column = document.querySelector('article.bd-article').getBoundingClientRect();
+  return [...document.querySelectorAll('mjx-container[display="true"]')]
+    .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > column.right + 1)
+    .map(e => `${e.scrollWidth} px in a ${e.clientWidth} px box: ${(e.textContent || '').slice(0, 50)}`);
+}"""
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_page_in_chromium(name, visit):
-    """Does the page load offline with no errors, typeset its math and load every figure?"""
+    """Does the page load offline with no errors, typeset its math, fit every display equation
+    in the text column (eq. 6.2 once lost its upper limit past the edge) and load every figure?"""
     v = visit(f"{name}.html")
     page = v.page
     if _typeset(page):
@@ -421,6 +430,8 @@ def test_page_in_chromium(name, visit):
         )
         assert page.locator("mjx-container").count() > 0
         assert not untypeset, f"math left untypeset: {untypeset[:5]}"
+        wide = page.evaluate(WIDE_EQUATIONS_JS)
+        assert not wide, "wider than the column:\n" + "\n".join(wide)
     text = page.evaluate("() => document.querySelector('main').innerText")
     assert "$$" not in text, "raw $$ in the page"
     images = page.evaluate(
@@ -550,24 +561,6 @@ def test_nothing_is_cut_off_at_phone_width(name, visit):
     if name in SCREENSHOT_PAGES or name == "book/multi_head_attention":
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         v.page.screenshot(path=str(SCREENSHOTS / f"{Path(name).name}-phone.png"), full_page=True)
-
-
-WIDE_EQUATIONS_JS = """() => {
-  const column = document.querySelector('article.bd-article').getBoundingClientRect();
-  return [...document.querySelectorAll('mjx-container[display="true"]')]
-    .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().right > column.right + 1)
-    .map(e => `${e.scrollWidth} px in a ${e.clientWidth} px box: ${(e.textContent || '').slice(0, 50)}`);
-}"""
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_display_equations_fit_the_column_on_a_desktop(name, visit):
-    """At 1280 px, does every display equation fit the text column, so that none has to be
-    scrolled to read its end (eq. 6.2 once lost its upper limit that way)?"""
-    v = visit(f"{name}.html", viewport=DESKTOP)
-    _typeset(v.page)
-    wide = v.page.evaluate(WIDE_EQUATIONS_JS)
-    assert not wide, "wider than the column:\n" + "\n".join(wide)
 
 
 def test_wide_tables_scroll_at_phone_width(visit):
