@@ -543,3 +543,41 @@ def softmax_list(xs: list[float]) -> list[float]:
     exps = [math.exp(x - top) for x in xs]
     total = sum(exps)
     return [v / total for v in exps]
+
+
+# --------------------------------------------------------------------------
+# Short conceptual questions: the answer is a value (a letter, a number), checked
+# for its form by the visible group and for its content by a hidden one.
+# --------------------------------------------------------------------------
+
+
+def expect_choice(answer, options: str, name: str) -> str:
+    """Check that ``answer`` is one of the letters in ``options`` (e.g. ``"abcd"``); return it.
+
+    Case and surrounding spaces do not matter: ``" B"`` is ``"b"``.
+    """
+    if answer is ... or answer is None:
+        raise CheckError(f"{name}: no answer yet: set it to one of {', '.join(map(repr, options))}")
+    if not isinstance(answer, str) or answer.strip().lower() not in options:
+        raise CheckError(
+            f"{name} should be one of the letters {', '.join(map(repr, options))}, "
+            f"got {answer!r} ({type(answer).__name__})"
+        )
+    return answer.strip().lower()
+
+
+def expect_number(answer, name: str) -> float:
+    """Check that ``answer`` is a real number (int or float, not bool); return it as a float."""
+    if answer is ... or answer is None:
+        raise CheckError(f"{name}: no answer yet: set it to a number")
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+        answer = answer.item()
+    if (
+        isinstance(answer, bool)
+        or not isinstance(answer, (int, float))
+        or not math.isfinite(answer)
+    ):
+        raise CheckError(
+            f"{name} should be a finite number, got {answer!r} ({type(answer).__name__})"
+        )
+    return float(answer)
