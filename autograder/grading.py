@@ -61,7 +61,7 @@ class Worker:
         env = {
             k: v
             for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "ATTENTION_GRADER_KEY_FILE", "PGPASSWORD", "PGPASSFILE")
+            if k not in ("PYTHONPATH", "PGPASSWORD", "PGPASSFILE")
         }
         env["MPLBACKEND"] = "agg"
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -367,6 +367,8 @@ def _job_root(
     if root.exists():
         shutil.rmtree(root)
     for rel, data in sources[sub.chapter].items():
+        if rel.startswith(HIDDEN_CHECKS):  # the grader runs its own; never in a student's folder
+            continue
         path = root / "source" / sub.chapter / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
@@ -379,8 +381,25 @@ def _job_root(
     return root
 
 
+HIDDEN_CHECKS = "checks/hidden/"
 COPY_BACK = ("*.ipynb", "timestamp.txt")
 COPY_BACK_MAX_BYTES = 20 * 2**20
+
+
+def keep_student_outputs(root: Path, course_root: Path, sub: Submission) -> None:
+    """Keep what the submission printed at grading, for the instructor only.
+
+    Feedback never shows it (``DropStudentOutputs``); ``.grading/outputs/<student>/<chapter>.ipynb``
+    is where an instructor looks when a notebook crashed. The file was written by the worker,
+    outside the sandbox, with every output capped.
+    """
+    from autograder.worker import STUDENT_OUTPUTS
+
+    src = root / STUDENT_OUTPUTS
+    if src.is_file() and not src.is_symlink() and src.stat().st_size <= COPY_BACK_MAX_BYTES:
+        dest = course_root / ".grading" / "outputs" / sub.student / f"{sub.chapter}.ipynb"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
 
 
 def copy_back(src: Path, dest: Path) -> list[str]:
@@ -531,6 +550,7 @@ def _grade_in_parallel(
             if dest.exists():
                 shutil.rmtree(dest)
             copy_back(root / "autograded" / sub.student / sub.chapter, dest)
+            keep_student_outputs(root, course_root, sub)
             reply = reply or {}
             notes = [n for n in (reply.get("killed"), reply.get("events")) if n]
             if reply.get("wall_timeouts"):

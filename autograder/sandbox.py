@@ -187,7 +187,6 @@ class SandboxKernelManager(AsyncKernelManager):
 
     uid: int | None = None
     limits: Limits = Limits()
-    grader_key: bytes | None = None  # handed to `checks` in a file only the kernel can read
     active: list = []  # the sandboxes running now (the watchdog reads it)
 
     async def _async_pre_start_kernel(self, **kw):
@@ -210,13 +209,6 @@ class SandboxKernelManager(AsyncKernelManager):
         for key in ("OMP_NUM_THREADS", "NBGRADER_EXECUTION"):
             if key in (kw.get("env") or os.environ):
                 env[key] = (kw.get("env") or os.environ)[key]
-        if self.grader_key is not None:
-            key_file = self._ipc_dir / "grader-key"
-            key_file.write_bytes(self.grader_key)
-            key_file.chmod(0o600)
-            if self.uid is not None:
-                os.chown(key_file, self.uid, self.uid)
-            env["ATTENTION_GRADER_KEY_FILE"] = str(key_file)
         sandbox = Sandbox(workdir, self._ipc_dir, self.uid, self.limits, python_paths())
         self.sandbox = sandbox
         # bwrap itself needs no particular environment; the kernel gets exactly `env`.

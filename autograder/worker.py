@@ -10,28 +10,23 @@ each with one JSON line on stdout. A job is a private nbgrader course directory
 assignment in it); the parent merges the result into the real gradebook, so the
 workers never write to it and never contend for it.
 
-Two preprocessors are added to nbgrader's autograde pipeline:
-
-- :class:`StderrIsNotFailure`: nbgrader gives a test cell zero points when anything
-  reaches stderr, a harmless ``UserWarning`` included. Only an error fails a test.
-- :class:`VerifyChecksRan`: every test cell calls ``checks.run`` or
-  ``checks.run_hidden``; under the grader these print a line signed with a key that
-  only this worker and the ``checks`` package (imported before any student code)
-  know. A test cell whose signed lines are missing did not really run the checks
-  (``checks.run`` replaced, the registry emptied, ...): it gets an error, so zero.
+The verdict of every test cell is computed in this process, which never runs student
+code: :class:`autograder.preprocessors.CheckedExecute` has the sandboxed kernel serve
+the notebook's functions and modules as data, and runs the checks (hidden ones
+included, from the repository, never copied into the job) against proxies of them.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import sys
 import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 COURSE_ID = "attention-step-by-step"
+STUDENT_OUTPUTS = "student-outputs.ipynb"  # in the job's root, outside every sandbox
 
 
 def _setup_path() -> None:
@@ -41,23 +36,8 @@ def _setup_path() -> None:
         sys.path.insert(0, str(REPO))
 
 
-def make_preprocessors(sign):
-    """The grader's preprocessors, :class:`VerifyChecksRan` bound to this job's signer."""
-    from autograder.preprocessors import (
-        CapOutput,
-        SkipDemos,
-        StderrIsNotFailure,
-        VerifyChecksRan,
-    )
-
-    return StderrIsNotFailure, VerifyChecksRan.signed_with(sign), CapOutput, SkipDemos
-
-
 def grade(job: dict) -> dict:
     """Autograde one submission in its private course directory ``job['root']``."""
-    import hashlib
-    import hmac
-
     from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
@@ -69,16 +49,15 @@ def grade(job: dict) -> dict:
     )
     from traitlets.config import Config
 
+    from autograder.preprocessors import (
+        CapOutput,
+        CheckedExecute,
+        CpuTimedExecute,
+        DropStudentOutputs,
+        SkipDemos,
+    )
+
     root = Path(job["root"])
-    key = secrets.token_bytes(32)
-
-    def sign(text):
-        return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:20]
-
-    # make_preprocessors imports `checks` here, before the key exists in this process.
-    stderr_ok, verify, cap, skip_demos = make_preprocessors(sign)
-    from autograder.preprocessors import CpuTimedExecute
-
     cfg = Config()
     cfg.CourseDirectory.root = str(root)
     cfg.CourseDirectory.course_id = COURSE_ID
@@ -99,31 +78,27 @@ def grade(job: dict) -> dict:
                     cpu_seconds=job.get("notebook_timeout", 600),
                     cell_cpu_seconds=cell_cpu,
                 ),
-                "grader_key": key,
             },
         )
         # CPU time is what the watchdog limits; the wall clock is only a backstop.
         cfg.Execute.timeout = cell_cpu * wall_factor
-    else:  # trusted code only: the kernel runs as this user, with the key in its environment
-        key_file = root / ".grader-key"
-        key_file.write_bytes(key)
-        os.environ["ATTENTION_GRADER_KEY_FILE"] = str(key_file)
+    else:  # trusted code only: the kernel runs as this user
         cfg.Execute.timeout = cell_cpu
     cfg.Execute.allow_errors = True
     cfg.Execute.interrupt_on_timeout = True
-    cfg.Execute.skip_cells_with_tag = skip_demos.SKIP
+    cfg.Execute.skip_cells_with_tag = SkipDemos.SKIP
     # A busy machine can delay a finished cell's output by seconds; nbgrader's default
     # (then an error) would turn correct work into a failure. Wait as long as the cell may.
     cfg.Execute.iopub_timeout = cfg.Execute.timeout
     cfg.Execute.raise_on_iopub_timeout = False
     cfg.OverwriteCells.add_missing_cells = True
     cfg.LimitOutput.max_lines = job.get("max_lines", 1000)
+    cfg.DropStudentOutputs.keep_in = str(root / STUDENT_OUTPUTS)
     cfg.Autograde.autograde_preprocessors = [
-        *([] if job.get("run_demos") else [skip_demos]),  # run_demos: benchmarks only
-        CpuTimedExecute,
-        cap,
-        stderr_ok,
-        verify,
+        *([] if job.get("run_demos") else [SkipDemos]),  # run_demos: benchmarks only
+        CheckedExecute,
+        DropStudentOutputs,
+        CapOutput,
         ClearMetadataPreprocessor,
         LimitOutput,
         SaveAutoGrades,
@@ -134,11 +109,7 @@ def grade(job: dict) -> dict:
     api = NbGraderAPI(coursedir=coursedir, config=cfg)
     WATCHDOG.clear()
     CpuTimedExecute.timed_out = 0
-    try:
-        result = api.autograde(job["chapter"], job["student"], force=True, create=True)
-    finally:
-        os.environ.pop("ATTENTION_GRADER_KEY_FILE", None)
-        (root / ".grader-key").unlink(missing_ok=True)
+    result = api.autograde(job["chapter"], job["student"], force=True, create=True)
     return {
         "job": job["job"],
         "success": bool(result.get("success")),
@@ -166,7 +137,8 @@ def main() -> None:
     _setup_path()
     import nbgrader.apps  # noqa: F401  (import once, up front)
 
-    import checks  # noqa: F401  (here, so that its grader key is never this process's)
+    import checks  # noqa: F401  (the checks, hidden ones included, run in this process)
+    import checks.hidden  # noqa: F401
 
     # The protocol keeps the real stdout; everything else that writes to fd 1 (nbgrader,
     # the kernels this process starts, a submission's os.write(1, ...)) goes to stderr.

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
-import hmac
 import importlib
 import linecache
 import math
@@ -36,32 +34,6 @@ _isnan = torch.isnan
 _isfinite = torch.isfinite
 
 
-def _make_signer():
-    """Under the grader, a signer for "these checks ran and passed"; otherwise None.
-
-    The grader writes a fresh key to the file named by ``ATTENTION_GRADER_KEY_FILE``;
-    it is read and deleted here, when the notebook's first cell imports ``checks``,
-    before any student code runs. The grader accepts a test cell only if its output
-    carries the signature, so replacing ``checks.run`` or emptying the registry
-    from a notebook cannot fake a pass.
-    """
-    path = os.environ.pop("ATTENTION_GRADER_KEY_FILE", None)
-    if not path or not os.path.exists(path):
-        return None
-    with open(path, "rb") as f:
-        key = f.read()
-    os.remove(path)
-    return lambda text: hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:20]
-
-
-_sign = _make_signer()
-
-
-def signed_line(group: str, names: list[str], sign) -> str:
-    """The line a passing group prints under the grader (see :func:`_make_signer`)."""
-    return f"[grader] {group}: {len(names)} checks passed ({sign(group + '|' + ','.join(names))})"
-
-
 class CheckError(AssertionError):
     """A check found a wrong answer. The message says what and where.
 
@@ -72,6 +44,18 @@ class CheckError(AssertionError):
 
     def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
+
+
+class CrashInCodeUnderTest(Exception):
+    """An exception the code under test raised in another process (see :mod:`checks._remote`).
+
+    It carries what the local exception would have shown: its type's name, its message and
+    the line of the code under test it came from.
+    """
+
+    def __init__(self, type_name: str, message: str, where: str = ""):
+        super().__init__(message)
+        self.type_name, self.message, self.where = type_name, message, where
 
 
 class CheckInternalError(Exception):
@@ -175,7 +159,7 @@ def raised_by_code_under_test(err: BaseException, fn=None) -> bool:
         err: the exception.
         fn: the function or module class under test, if known.
     """
-    if _frames_under_test(err):
+    if isinstance(err, CrashInCodeUnderTest) or _frames_under_test(err):
         return True
     if fn is not None and isinstance(err, TypeError):
         match = _BAD_CALL.match(str(err))
@@ -202,6 +186,10 @@ def describe_crash(what: str, err: BaseException, fn=None) -> str:
     ``fn`` (the student's own code) if there is one, else the innermost one that
     is not a ``raise`` statement (whose message is already shown).
     """
+    if isinstance(err, CrashInCodeUnderTest):
+        return f"{what} raised {err.type_name}: {err.message}" + (
+            f"\n      {err.where}" if err.where else ""
+        )
     text = f"{what} raised {type(err).__name__}: {err}"
     entries = []  # (file, source line, where), outermost first
     for tb in _frames_under_test(err):
@@ -331,7 +319,7 @@ def _internal_error(item: Check, device, err: Exception) -> CheckInternalError:
     )
 
 
-def _run(group: str, fn: Callable, devices, verbose: bool, sign=_sign) -> None:
+def _run(group: str, fn: Callable, devices, verbose: bool, echo: Callable = print) -> None:
     if group not in REGISTRY:
         known = ", ".join(sorted(REGISTRY)) or "none"
         raise KeyError(f"no check group named {group!r}; known groups: {known}")
@@ -358,16 +346,14 @@ def _run(group: str, fn: Callable, devices, verbose: bool, sign=_sign) -> None:
         if problems:
             failures.append(f"✗ {item.question}\n    " + "\n    ".join(problems))
             if verbose:
-                print(failures[-1])
+                echo(failures[-1])
         elif verbose:
-            print(f"✓ {item.question} [{names}]")
+            echo(f"✓ {item.question} [{names}]")
     if failures:
         summary = f"{len(failures)} of {len(REGISTRY[group])} checks in {group!r} failed"
         if verbose:  # the ✗ lines are printed already: say so instead of repeating them
             raise CheckError(f"{summary} (the ✗ lines above say why)")
         raise CheckError(f"{summary}:\n" + "\n".join(failures))
-    if sign is not None:
-        print(signed_line(group, [c.fn.__qualname__ for c in REGISTRY[group]], sign))
 
 
 def run(group: str, fn: Callable, *, devices=None, verbose: bool = True, _run=_run) -> None:

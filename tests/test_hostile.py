@@ -12,6 +12,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
+from autograder import notebooks as nbs
 from autograder.course import COURSE_ID, Course
 from tests.hostile import ALL_CELLS, CASES, CHAPTER, SETTINGS, write
 
@@ -71,12 +72,48 @@ def test_raised_points_do_not_raise_the_maximum(graded):
     assert max_scores["raised_points"] == max_scores["reference_answers"] == 12.0
 
 
-def test_enormous_output_is_capped_in_the_autograded_notebook(graded):
-    """Is the autograded copy of a notebook that printed ~20 MB kept small?"""
+def student_outputs(course, name) -> str:
+    """What a submission printed at grading: kept for the instructor, never in feedback."""
+    path = course.root / ".grading" / "outputs" / name / f"{CHAPTER}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    return "".join(
+        o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+    )
+
+
+def test_enormous_output_is_capped_and_kept_out_of_the_autograded_notebook(graded):
+    """Is what a notebook printed (~20 MB) capped where it is kept, and absent where feedback
+    is made from?"""
     course, *_ = graded
     path = course.root / "autograded" / "enormous_output" / CHAPTER / f"{CHAPTER}.ipynb"
-    assert path.stat().st_size < 1_000_000
-    assert "cut by the grader" in path.read_text()
+    assert path.stat().st_size < 200_000 and "xxxxxxxxxx" not in path.read_text()
+    kept = course.root / ".grading" / "outputs" / "enormous_output" / f"{CHAPTER}.ipynb"
+    assert kept.stat().st_size < 1_000_000
+    assert "cut by the grader" in student_outputs(course, "enormous_output")
+
+
+def test_feedback_shows_no_student_output_and_no_hidden_check(graded):
+    """Does every autograded notebook (what feedback is made from) hold only the checks'
+    outputs in test cells, no output elsewhere, and no word of the hidden checks' code?"""
+    import ast
+
+    import checks.hidden.masking as hidden
+
+    course, *_ = graded
+    tree = ast.parse(open(hidden.__file__).read())
+    secrets = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert len(secrets) >= 5
+    for folder in (course.root / "autograded").iterdir():
+        nb = nbformat.read(folder / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
+        text = nbformat.writes(nb)
+        assert not [s for s in secrets if s in text], folder.name
+        for cell in nb.cells:
+            if cell.cell_type == "code" and not nbs.nbgrader_meta(cell).get("grade"):
+                assert cell.outputs == [], (folder.name, cell.source[:60])
+    assert "ATTACK SUCCEEDED: read" not in student_outputs(course, "leaks_the_hidden_checks")
 
 
 def test_writing_outside_the_folder_never_reaches_the_course(graded):
@@ -88,8 +125,7 @@ def test_writing_outside_the_folder_never_reaches_the_course(graded):
     assert nb.cells  # the source notebook itself is intact
     assert not (course.root / "evil.txt").exists()
     assert course.first_run["changed"] == []  # nothing to restore: the sandbox never saw it
-    out = course.root / "autograded" / "writes_outside_its_folder" / CHAPTER / f"{CHAPTER}.ipynb"
-    assert "blocked:" in out.read_text()
+    assert "blocked:" in student_outputs(course, "writes_outside_its_folder")
 
 
 def test_no_attack_succeeded_and_only_notebooks_came_back(graded):
@@ -98,11 +134,7 @@ def test_no_attack_succeeded_and_only_notebooks_came_back(graded):
     for folder in (course.root / "autograded").iterdir():
         files = sorted(p.name for p in (folder / CHAPTER).iterdir())
         assert files == [f"{CHAPTER}.ipynb"], (folder.name, files)
-        nb = nbformat.read(folder / CHAPTER / f"{CHAPTER}.ipynb", as_version=4)
-        printed = "".join(
-            o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
-        )
-        assert "ATTACK SUCCEEDED" not in printed, folder.name
+        assert "ATTACK SUCCEEDED" not in student_outputs(course, folder.name), folder.name
 
 
 def test_no_process_outlives_the_batch(graded):

@@ -4,14 +4,20 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from autograder.notebooks import DEMO_TAG
-from autograder.preprocessors import CapOutput, SkipDemos, StderrIsNotFailure, VerifyChecksRan
+from autograder.preprocessors import (
+    CapOutput,
+    DropStudentOutputs,
+    SkipDemos,
+    BadTestCell,
+    is_test_cell,
+    parse_test_cell,
+)
 
 
 @pytest.fixture(scope="module")
 def preprocessors():
     return {
-        "stderr": StderrIsNotFailure,
-        "verify": VerifyChecksRan.signed_with(lambda text: "sig"),
+        "drop": DropStudentOutputs,
         "cap": CapOutput,
         "skip": SkipDemos,
     }
@@ -54,23 +60,64 @@ def test_the_internal_skip_tag_cannot_be_set_by_a_submission(preprocessors):
     assert skip.SKIP not in plain.metadata["tags"] and skip.SKIP not in graded.metadata["tags"]
 
 
-def test_stderr_in_a_test_cell_is_shown_as_ordinary_output(preprocessors):
-    """Does a warning on stderr in a test cell become stdout, so that it costs no points?"""
-    meta = {"nbgrader": {"grade": True, "grade_id": "t", "points": 1, "solution": False}}
-    cell = new_code_cell("warn()", metadata=meta)
-    cell.outputs = [new_output("stream", name="stderr", text="UserWarning\n")]
-    (out,) = run(preprocessors["stderr"], cell)
-    assert out.outputs[0].name == "stdout"
+TEST = {"nbgrader": {"grade": True, "grade_id": "t", "points": 1, "solution": False}}
 
 
-def test_an_unsigned_test_cell_gets_an_error(preprocessors):
-    """Does a test cell whose checks printed no signed line get an error (so zero points)?"""
-    meta = {"nbgrader": {"grade": True, "grade_id": "t", "points": 1, "solution": False}}
-    cell = new_code_cell('checks.run("masked_softmax", masked_softmax)', metadata=meta)
-    cell.outputs = [new_output("stream", name="stdout", text="✓ all good\n")]
-    (out,) = run(preprocessors["verify"], cell)
-    assert out.outputs[-1].output_type == "error"
-    assert out.outputs[-1].ename == "GraderIntegrityError"
+def test_student_outputs_are_dropped_and_test_outputs_kept(preprocessors, tmp_path):
+    """Does every output of a cell that is not a test cell go (kept aside for the instructor),
+    while a test cell keeps the checker's output?"""
+    drop = type("Drop", (preprocessors["drop"],), {})
+    answer = new_code_cell("print(open('/etc/hostname').read())")
+    answer.outputs = [new_output("stream", name="stdout", text="secret\n")]
+    test = new_code_cell('checks.run("g", f)', metadata=TEST)
+    test.outputs = [new_output("stream", name="stdout", text="✓ fine\n")]
+    nb = new_notebook(cells=[answer, test])
+    kept = tmp_path / "kept.ipynb"
+    nb, _ = drop(keep_in=str(kept)).preprocess(nb, {})
+    assert nb.cells[0].outputs == [] and nb.cells[1].outputs[0].text == "✓ fine\n"
+    assert "secret" in kept.read_text()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'checks.run("g", f)\nprint("hi")',
+        'checks.run("g", f, devices=["cpu"])',
+        'checks.run("g", f())',
+        "import os",
+        "checks.run(group, f)",
+        'checks.run("g", lambda x: f)',
+    ],
+)
+def test_a_test_cell_with_anything_but_check_calls_is_refused(source):
+    """Does the grader refuse a test cell that is not only checks.run lines (it runs them itself)?"""
+    with pytest.raises(BadTestCell, match="may only hold"):
+        parse_test_cell(source)
+
+
+def test_every_test_cell_of_the_course_parses():
+    """Does every test cell of every chapter parse into its check calls, hidden ones included?"""
+    from autograder import notebooks as nbs
+
+    found = 0
+    for path in nbs.chapter_notebooks():
+        for cell in nbs.read(path).cells:
+            if is_test_cell(cell):
+                calls = parse_test_cell(cell.source)
+                assert calls, cell.source
+                found += len(calls)
+    assert found >= 50
+
+
+def test_check_calls_are_read_with_their_target():
+    """Are group, hidden-ness and target read from each line, comments ignored?"""
+    calls = parse_test_cell(
+        '# visible\nchecks.run("a", f)\n### BEGIN HIDDEN TESTS\nchecks.run_hidden("a.b", lambda: x)'
+    )
+    assert [(c.hidden, c.group, c.target) for c in calls] == [
+        (False, "a", "f"),
+        (True, "a.b", "lambda: x"),
+    ]
 
 
 def test_a_huge_output_is_cut(preprocessors):

@@ -1,7 +1,7 @@
 """One small grading run for the quick loop (`make check`): does grading still work at all?
 
 Four submissions of "Masking" in one batch: the reference, the untouched release, one
-known-wrong answer and one notebook that tampers with the checks. The full proofs are the
+known-wrong answer and one notebook that tampers with the checks in its kernel. The full proofs are the
 slow suites (tests/test_autograde.py, tests/test_hostile.py); this one catches a broken
 grader in seconds.
 """
@@ -69,6 +69,9 @@ def test_a_wrong_answer_loses_exactly_its_points(scores):
             assert got == top > 0, cell
 
 
-def test_tampering_with_the_checks_earns_nothing(scores):
-    """Does a notebook that replaces checks.run and expect_close get zero everywhere?"""
-    assert all(got == 0 for got, _ in scores["tampering"].values())
+def test_tampering_with_the_checks_changes_nothing(scores):
+    """Does a notebook that replaces checks.run, expect_close and torch.allclose in its kernel
+    get exactly what its work earns: nothing for its wrong sequence_mask, full marks for its
+    correct masked_softmax?"""
+    for cell, (got, top) in scores["tampering"].items():
+        assert got == (0 if "sequence_mask" in cell else top), cell

@@ -186,9 +186,13 @@ def raised_points():
     return nb
 
 
-@case(zero_cells=ALL_CELLS)
+@case(zero_cells=SEQUENCE_MASK_CELLS)
 def monkeypatched_checks():
-    """A wrong sequence_mask that replaces checks.run, run_hidden, torch.allclose and expect_close."""
+    """A wrong sequence_mask that replaces checks.run, run_hidden, torch.allclose and expect_close.
+
+    The checks that decide its grade run in the grader, not in its kernel: it gets exactly
+    what its work earns, nothing for its wrong sequence_mask, everything for masked_softmax.
+    """
     nb = _wrong_sequence_mask(reference())
     return _append(
         nb,
@@ -201,13 +205,9 @@ def monkeypatched_checks():
     )
 
 
-@case(zero_cells=SEQUENCE_MASK_CELLS + ["test_masked_softmax"])
+@case(zero_cells=SEQUENCE_MASK_CELLS)
 def emptied_check_registry():
-    """A wrong sequence_mask that empties the check registry, so every group "passes" with no check.
-
-    The visible groups it emptied score zero. The hidden groups load after it ran, so they
-    really check: the correct masked_softmax earns its hidden points, sequence_mask none.
-    """
+    """A wrong sequence_mask that empties its kernel's check registry: the grader's is untouched."""
     nb = _wrong_sequence_mask(reference())
     return _append(
         nb,
@@ -382,6 +382,75 @@ def copies_the_solutions():
         "        break\n"
     )
     return _append(nb, "masked_softmax", steal)
+
+
+def _stubs(nb):
+    """The notebook with both answers back to the release's stub."""
+    for grade_id in ("sequence_mask", "masked_softmax"):
+        cell = _cell(nb, grade_id)
+        lines = cell.source.splitlines()
+        start = next(i for i, ln in enumerate(lines) if ln.strip() == "### BEGIN SOLUTION")
+        end = next(i for i, ln in enumerate(lines) if ln.strip() == "### END SOLUTION")
+        indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+        cell.source = "\n".join(
+            lines[:start] + [indent + "raise NotImplementedError()"] + lines[end + 1 :]
+        )
+    return nb
+
+
+@case(zero_cells=ALL_CELLS)
+def forges_passing_checks():
+    """Stubs only, and every way to make the checks say "pass" from inside the kernel: calls
+    what signed results before (checks._core._sign, the key file in its environment), prints
+    the lines a passing check prints, patches torch.equal, allclose and isclose to say True."""
+    nb = _stubs(reference())
+    forge = (
+        ATTACK + "import torch, checks, checks._core\n"
+        "torch.equal = torch.allclose = lambda *a, **k: True\n"
+        "torch.isclose = lambda a, b, *x, **k: torch.ones_like(a, dtype=torch.bool)\n"
+        "key = os.environ.get('ATTENTION_GRADER_KEY_FILE')\n"
+        "_attempt('read a key file', lambda: open(key).read())\n"
+        "_attempt('call the signer', lambda: checks._core._sign('masked_softmax'))\n"
+        "for group in ('sequence_mask', 'masked_softmax'):\n"
+        "    print(f'✓ every check of {group} passed')\n"
+        "    print(f'[grader] {group}: 5 checks passed (0123456789abcdef0123)')\n"
+    )
+    return _append(nb, "masked_softmax", forge)
+
+
+@case(zero_cells=ALL_CELLS)
+def answers_for_the_grader():
+    """Stubs only, and a kernel that replaces the grader's server with its own, which answers
+    every request "ok" with a tensor of ones, or True: data it makes up cannot pass."""
+    nb = _stubs(reference())
+    fake = (
+        "import socket, struct, io, torch, checks._remote as remote\n"
+        "def fake_serve(path, targets):\n"
+        "    s = socket.socket(socket.AF_UNIX); s.connect(path)\n"
+        "    while True:\n"
+        "        try: request = remote._recv(s)\n"
+        "        except Exception: return\n"
+        "        if request.get('op') == 'bye': return\n"
+        "        remote._send(s, ('ok', {'out': torch.ones(2, 3), 'inputs': [], 'rng': torch.get_rng_state()}))\n"
+        "remote.serve = fake_serve\n"
+    )
+    return _append(nb, "masked_softmax", fake)
+
+
+@case(zero_cells=ALL_CELLS)
+def leaks_the_hidden_checks():
+    """Stubs only, and searches its folder, its parents and the disk for the hidden checks and
+    the source notebook, printing what it finds: none is in its sandbox, and nothing it prints
+    reaches its feedback."""
+    nb = _stubs(reference())
+    leak = (
+        ATTACK
+        + "for root in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents, pathlib.Path('/tmp')]:\n"
+        "    for path in list(root.glob('checks/hidden/*.py')) + list(root.glob('*/masking/masking.ipynb')):\n"
+        "        print('ATTACK SUCCEEDED: read', path)\n"
+        "        print(path.read_text())\n"
+    )
+    return _append(nb, "masked_softmax", leak)
 
 
 @case()
