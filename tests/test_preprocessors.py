@@ -5,10 +5,10 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from autograder.notebooks import DEMO_TAG
 from autograder.preprocessors import (
+    BadTestCell,
     CapOutput,
     DropStudentOutputs,
     SkipDemos,
-    BadTestCell,
     is_test_cell,
     parse_test_cell,
 )
