@@ -194,28 +194,6 @@ def additive_different_sizes(AdditiveAttention, device):
     )
 
 
-@check("DotProductAttention")
-def dot_identical_keys(DotProductAttention, device):
-    """With identical keys, is the output the mean of the valid values (d2l's toy example)?"""
-    _, keys, values, valid_lens, expected = identical_keys_example(device)
-    queries = torch.randn(2, 1, 2, generator=torch.Generator().manual_seed(2)).to(device)
-    out, _ = attend(
-        build(DotProductAttention, 0.5, device=device), queries, keys, values, valid_lens
-    )
-    expect_close(out, expected, "the output", labels=("batch", "query"))
-
-
-@check("DotProductAttention")
-def dot_scaled_by_sqrt_d(DotProductAttention, device):
-    """Is the score q·k/√d? (q = (1, 0, 0, 0) against k = (2, 0, 0, 0) and 0 scores 2/√4 = 1 and 0)"""
-    queries = torch.tensor([[[1.0, 0.0, 0.0, 0.0]]], device=device)
-    keys = torch.tensor([[[2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]], device=device)
-    values = torch.tensor([[[1.0], [0.0]]], device=device)
-    _, weights = attend(build(DotProductAttention, 0.0, device=device), queries, keys, values)
-    expected = torch.tensor([[softmax_list([1.0, 0.0])]], device=device)
-    expect_close(weights, expected, "attention_weights", labels=("batch", "query"))
-
-
 @check("BilinearAttention")
 def bilinear_shapes(BilinearAttention, device):
     """Do queries of size 3 and keys of size 5 work, with W of shape (3, 5) and rows summing to 1?"""
@@ -353,27 +331,6 @@ def additive_dropout_half(AdditiveAttention, device):
     dropout_contract(
         lambda dev, p: build(AdditiveAttention, 4, 4, 6, p, seed=12, device=dev), device, seed=12
     )
-
-
-@check("DotProductAttention")
-def dot_contract(DotProductAttention, device):
-    """float64 in and out, gradients to the queries, keys and values, inputs unchanged, no tensor made on the CPU?"""
-    module_contract(
-        lambda dev: build(DotProductAttention, 0.0, device=dev),
-        device,
-        seed=13,
-        B=2,
-        m=3,
-        n=4,
-        dq=5,
-        dk=5,
-    )
-
-
-@check("DotProductAttention")
-def dot_dropout_half(DotProductAttention, device):
-    """With dropout=0.5 in training, is a fraction ≈ 0.5 of the weights zeroed and the rest doubled, once?"""
-    dropout_contract(lambda dev, p: build(DotProductAttention, p, device=dev), device, seed=14)
 
 
 @check("BilinearAttention")

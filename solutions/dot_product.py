@@ -1,4 +1,4 @@
-"""From the chapter "Scaled dot-product attention": DotProductAttention, sum_scores, distance_scores.
+"""From the chapter "Scaled dot-product attention": DotProductAttention, CosineAttention, sum_scores, distance_scores.
 
 Generated from book/dot_product_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save dot_product`` cells of the notebook, then run ``make export``.
@@ -46,6 +46,46 @@ class DotProductAttention(nn.Module):
         return torch.bmm(self.dropout(self.attention_weights), values)
 
 
+import torch.nn.functional as F
+
+
+class CosineAttention(DotProductAttention):
+    """Cosine attention: a(q, k) = s · cos(q, k), with a learned scale s.
+
+    A zero query or key has cosine 0 with everything.
+
+    Args:
+        dropout: dropout probability applied to the attention weights.
+        scale: the initial value of the learned scale s.
+
+    Shape:
+        - queries: (B, m, d)
+        - keys: (B, n, d)
+        - values: (B, n, v)
+        - valid_lens: None, (B,) or (B, m)
+        - output: (B, m, v); ``attention_weights``: (B, m, n)
+    """
+
+    def __init__(self, dropout, scale=10.0, **kwargs):
+        super().__init__(dropout, **kwargs)
+        self.scale = nn.Parameter(torch.tensor(float(scale)))
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values)
+        if queries.shape[-1] != keys.shape[-1]:
+            raise ValueError(
+                "cosine attention needs queries and keys of one size d, got "
+                f"{queries.shape[-1]} and {keys.shape[-1]}"
+            )
+        # x / max(‖x‖, eps): unit rows, and a zero row stays zero (no 0/0)
+        q = F.normalize(queries, dim=-1)  # (B, m, d)
+        k = F.normalize(keys, dim=-1)  # (B, n, d)
+        cosines = torch.bmm(q, k.transpose(1, 2))  # (B, m, d) @ (B, d, n) -> (B, m, n)
+        self.attention_weights = masked_softmax(self.scale * cosines, valid_lens)
+        weights = self.dropout(self.attention_weights)  # (B, m, n)
+        return torch.bmm(weights, values)  # (B, m, n) @ (B, n, v) -> (B, m, v)
+
+
 def sum_scores(queries, keys, w):
     """The vector-sum score wᵀq + wᵀk of every query against every key.
 
@@ -72,3 +112,13 @@ def distance_scores(queries, keys):
     k_sq = (keys**2).sum(dim=-1)  # (B, n)
     dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, m, d) @ (B, d, n) -> (B, m, n)
     return -(q_sq[:, :, None] - 2 * dots + k_sq[:, None, :]) / 2
+
+
+# Answer with a number.
+answer_4_1 = ...
+answer_4_1 = 4.0  # why: each q_i k_i has variance 4 · 4 = 16, so q·k has variance 16 d and q·k/√d variance 16: the scaling removes d, not the entries' own variance
+
+
+# Answer with one letter: "a", "b", "c" or "d".
+answer_4_2 = ...
+answer_4_2 = "b"  # why: q·(k + c) = q·k + q·c, and q·c is the same for every key of a row, so it cancels in the softmax; (a) sharpens the weights, (c) adds c·k, which differs from key to key, and (d) adds c to the output, since the weights sum to 1

@@ -45,6 +45,31 @@ def test_masked_softmax_matches_sdpa_masking(device):
     torch.testing.assert_close(weights @ v, expected, atol=1e-5, rtol=1e-5)
 
 
+def test_dot_product_attention_matches_sdpa(device):
+    """Does the reference DotProductAttention (shown in chapter 4, used by chapters 6 to 10)
+    equal SDPA with a True-means-attend mask, for 1-D, 2-D and no valid_lens, and keep its
+    weights before dropout?"""
+    from solutions.dot_product import DotProductAttention
+
+    gen = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(3, m, d, generator=gen).to(device) for m, d in ((5, 8), (7, 8), (7, 4)))
+    attention = DotProductAttention(0.0).eval()
+    for lens in (None, torch.tensor([7, 1, 4]), torch.tensor([[0, 7, 3, 1, 2]] * 3)):
+        lens = None if lens is None else lens.to(device)
+        mask = None
+        if lens is not None:
+            mask = (
+                torch.arange(7, device=device)
+                < (lens[:, None] if lens.dim() == 1 else lens)[..., None]
+            )
+        expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        torch.testing.assert_close(attention(q, k, v, lens), expected, atol=1e-5, rtol=1e-5)
+    dropping = DotProductAttention(1.0).train()
+    out = dropping(q, k, v)
+    assert torch.equal(out, torch.zeros_like(out))
+    torch.testing.assert_close(dropping.attention_weights.sum(-1), torch.ones(3, 5, device=device))
+
+
 @pytest.mark.parametrize(
     "valid_lens, message",
     [

@@ -128,41 +128,6 @@ def additive_dropout(AdditiveAttention, device):
     check_dropout(module, q, k, v, torch.tensor([5, 2], device=device))
 
 
-# ----------------------------------------------------------------- dot product
-
-
-@check("DotProductAttention.values", hidden=True)
-def dot_matches_a_loop(DotProductAttention, device):
-    """Does q·k/√d match an explicit loop, with 1-D, 2-D and no valid_lens?"""
-    module = build(DotProductAttention, 0.0, device=device)
-    compare_with_loop(
-        module, lambda q, k: (q @ k).item() / len(q) ** 0.5, dq=6, dk=6, device=device
-    )
-
-
-@check("DotProductAttention.sdpa", hidden=True)
-def dot_matches_sdpa(DotProductAttention, device):
-    """Does it equal F.scaled_dot_product_attention with the boolean mask (True = attend)?"""
-    module = build(DotProductAttention, 0.0, device=device)
-    q, k, v = (random_tensor(3, s, 16, seed=s, device=device, scale=2.0) for s in (7, 9, 9))
-    lens = torch.tensor([[9, 0, 3, 1, 5, 9, 2], [4] * 7, [1, 2, 3, 4, 5, 6, 7]], device=device)
-    attend_mask = torch.arange(9, device=device) < lens[..., None]
-    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=attend_mask)
-    out, _ = attend(module, q, k, v, lens)
-    expect_close(
-        out, expected, "the output against scaled_dot_product_attention", labels=("batch", "query")
-    )
-
-
-@check("DotProductAttention.dropout", hidden=True)
-def dot_dropout(DotProductAttention, device):
-    """Is dropout applied to the weights in training only, with attention_weights kept before it?"""
-    q, k, v = (random_tensor(2, s, 4, seed=s, device=device) for s in (3, 5, 5))
-    check_dropout(
-        build(DotProductAttention, 1.0, device=device), q, k, v, torch.tensor([5, 2], device=device)
-    )
-
-
 # ----------------------------------------------------------------- bilinear
 
 
@@ -333,43 +298,6 @@ def additive_dropout_statistics(AdditiveAttention, device):
         m=7,
         n=9,
         dq=3,
-        dk=5,
-        p=0.3,
-    )
-
-
-def dot_score(module):
-    return lambda q, k: (q @ k).item() / len(q) ** 0.5
-
-
-@check("DotProductAttention.values", hidden=True)
-def dot_contract_hidden(DotProductAttention, device):
-    """float64 in and out (equal to a float64 loop), gradients to every input, inputs unchanged, no tensor made on the CPU?"""
-    module_contract(
-        lambda dev: build(DotProductAttention, 0.0, device=dev),
-        device,
-        seed=23,
-        B=3,
-        m=5,
-        n=2,
-        dq=7,
-        dk=7,
-        dv=4,
-        reference=loop_reference(dot_score),
-    )
-
-
-@check("DotProductAttention.dropout", hidden=True)
-def dot_dropout_statistics(DotProductAttention, device):
-    """With dropout=0.3 in training, is a fraction ≈ 0.3 of the weights zeroed and the rest divided by 0.7, once?"""
-    dropout_contract(
-        lambda dev, p: build(DotProductAttention, p, device=dev),
-        device,
-        seed=24,
-        B=6,
-        m=7,
-        n=9,
-        dq=5,
         dk=5,
         p=0.3,
     )

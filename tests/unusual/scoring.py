@@ -1,7 +1,5 @@
 """Unusual but correct answers to the scoring-function exercises (chapters 3 to 5)."""
 
-import math
-
 import torch
 
 from solutions.masking import masked_softmax
@@ -27,22 +25,6 @@ def additive_loop_over_queries(self, queries, keys, values, valid_lens=None):
         for i in range(queries.shape[1])
     ]
     self.attention_weights = masked_softmax(torch.stack(rows, dim=1), valid_lens)
-    return self.dropout(self.attention_weights) @ values
-
-
-@unusual("DotProductAttention")
-def dot_scale_the_queries_first(self, queries, keys, values, valid_lens=None):
-    """Scales the queries before the product, with einsum."""
-    scores = torch.einsum("bmd,bnd->bmn", queries / math.sqrt(queries.shape[-1]), keys)
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.einsum("bmn,bnv->bmv", self.dropout(self.attention_weights), values)
-
-
-@unusual("DotProductAttention")
-def dot_with_matmul_and_rsqrt(self, queries, keys, values, valid_lens=None):
-    """@ instead of bmm, a multiplication by d^(-1/2)."""
-    scores = (queries @ keys.mT) * queries.shape[-1] ** -0.5
-    self.attention_weights = masked_softmax(scores, valid_lens)
     return self.dropout(self.attention_weights) @ values
 
 

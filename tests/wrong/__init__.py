@@ -57,7 +57,16 @@ class Wrong:
         return [cell_for(g) for g in self.groups]
 
     def implementation(self):
-        """What the checks run: the function, or a subclass of the reference with this forward."""
+        """What the checks run: the function, or a subclass of the reference with this forward.
+
+        For a quiz question the body is the answer cell's solution (``answer_4_1 = "a"``):
+        the checks get a function that returns the value it assigns.
+        """
+        if is_quiz(self.target):
+            namespace: dict = {}
+            exec("\n".join(self.body()), namespace)  # noqa: S102 (our own test code)
+            value = namespace[answer_name(self.target)]
+            return lambda: value
         ref = reference(self.target)
         if inspect.isclass(ref):
             return type(self.target, (ref,), {"forward": self.fn, "__doc__": self.fn.__doc__})
@@ -81,10 +90,26 @@ class Wrong:
         return "\n".join(lines[:start] + body + lines[end + 1 :])
 
 
+def is_quiz(target: str) -> bool:
+    """Is ``target`` a "Check your understanding" question (``quiz_4_1``), not code?"""
+    return target.startswith("quiz_")
+
+
+def answer_name(target: str) -> str:
+    """The variable that holds the answer to a question: ``quiz_4_1`` -> ``answer_4_1``."""
+    return "answer_" + target.removeprefix("quiz_")
+
+
 def reference(target: str):
-    """The reference implementation named ``target`` in the solutions package."""
+    """The reference implementation named ``target`` in the solutions package.
+
+    For a question (``quiz_4_1``), a function that returns the saved answer (``answer_4_1``).
+    """
     from solutions import SOURCES
 
+    if is_quiz(target):
+        value = reference(answer_name(target))
+        return lambda: value
     for module in SOURCES:
         obj = getattr(importlib.import_module(f"solutions.{module}"), target, None)
         if obj is not None:
@@ -117,7 +142,13 @@ def wrong(target: str, failures: Mapping[str, str]) -> Callable:
 
 
 def cell_for(group: str) -> str:
-    """grade_id of the notebook test cell that runs a check group."""
+    """grade_id of the notebook test cell that runs a check group.
+
+    A question's form check and its key run in one cell: ``quiz_4_1`` and ``quiz_4_1.key``
+    in ``test_quiz_4_1``.
+    """
+    if is_quiz(group):
+        return "test_" + group.split(".")[0]
     if "." in group:
         return "hidden_" + group.replace(".", "_")
     return "test_" + group
