@@ -57,7 +57,16 @@ class Wrong:
         return [cell_for(g) for g in self.groups]
 
     def implementation(self):
-        """What the checks run: the function, or a subclass of the reference with this forward."""
+        """What the checks run: the function, or a subclass of the reference with this forward.
+
+        For a question of "Check your understanding" (target ``quiz_X_Y``), the body assigns
+        ``answer_X_Y`` as the notebook's answer cell does; the checks get ``lambda: answer_X_Y``.
+        """
+        if is_quiz(self.target):
+            namespace = {"torch": importlib.import_module("torch")}
+            exec("\n".join(self.body()), namespace)  # the lines a student writes in the cell
+            value = namespace[answer_name(self.target)]
+            return lambda: value
         ref = reference(self.target)
         if inspect.isclass(ref):
             return type(self.target, (ref,), {"forward": self.fn, "__doc__": self.fn.__doc__})
@@ -81,15 +90,30 @@ class Wrong:
         return "\n".join(lines[:start] + body + lines[end + 1 :])
 
 
+def is_quiz(target: str) -> bool:
+    """Is ``target`` a question of "Check your understanding" (its answer cell's grade_id)?"""
+    return target.startswith("quiz_")
+
+
+def answer_name(target: str) -> str:
+    """The variable a question's answer cell assigns: ``quiz_1_2`` -> ``answer_1_2``."""
+    return "answer_" + target.removeprefix("quiz_")
+
+
 def reference(target: str):
-    """The reference implementation named ``target`` in the solutions package."""
+    """The reference implementation named ``target`` in the solutions package.
+
+    For a question (``quiz_X_Y``), what its checks take: ``lambda: answer_X_Y``, the reference
+    answer exported from the chapter's answer cell.
+    """
     from solutions import SOURCES
 
+    name = answer_name(target) if is_quiz(target) else target
     for module in SOURCES:
-        obj = getattr(importlib.import_module(f"solutions.{module}"), target, None)
+        obj = getattr(importlib.import_module(f"solutions.{module}"), name, None)
         if obj is not None:
-            return obj
-    raise LookupError(f"no reference named {target!r} in solutions/")
+            return (lambda value=obj: value) if is_quiz(target) else obj
+    raise LookupError(f"no reference named {name!r} in solutions/")
 
 
 REGISTRY: list[Wrong] = []
