@@ -544,7 +544,12 @@ def expect_choice(answer, options: str, name: str) -> str:
     """
     if answer is ... or answer is None:
         raise CheckError(f"{name}: no answer yet: set it to one of {', '.join(map(repr, options))}")
-    if not isinstance(answer, str) or answer.strip().lower() not in options:
+    # One letter: `"ab" in "abcd"` and `"" in "abcd"` are true, so test the length too.
+    if (
+        not isinstance(answer, str)
+        or len(answer.strip()) != 1
+        or answer.strip().lower() not in options
+    ):
         raise CheckError(
             f"{name} should be one of the letters {', '.join(map(repr, options))}, "
             f"got {answer!r} ({type(answer).__name__})"

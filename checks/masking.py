@@ -9,8 +9,10 @@ from checks._core import (
     CheckError,
     calling,
     check,
+    expect_choice,
     expect_close,
     expect_finite,
+    expect_number,
     expect_tensor,
     expect_unchanged,
     random_lengths,
@@ -212,3 +214,19 @@ def sequence_mask_contract(sequence_mask, device, *, seed, shape):
 def sequence_mask_properties(sequence_mask, device):
     """float64 kept, gradients reach X, inputs unchanged, no tensor made on the CPU?"""
     sequence_mask_contract(sequence_mask, device, seed=3, shape=(3, 4, 2))
+
+
+# ---------------------------------------------------------------- check your understanding
+# Only the form is checked here; checks/hidden/masking.py holds the keys.
+
+
+@check("quiz_2_1")
+def quiz_2_1_form(answer, device):
+    """Is answer_2_1 a letter "a" to "d"? Test it: rerun pitfall 3's cell with other lengths"""
+    expect_choice(answer(), "abcd", "answer_2_1")
+
+
+@check("quiz_2_2")
+def quiz_2_2_form(answer, device):
+    """Is answer_2_2 a number? Predict first, then the cell after this one counts the zeros"""
+    expect_number(answer(), "answer_2_2")

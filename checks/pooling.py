@@ -14,7 +14,9 @@ from checks._contract import (
 from checks._core import (
     CheckError,
     check,
+    expect_choice,
     expect_close,
+    expect_number,
     expect_tensor,
     random_tensor,
     shape_str,
@@ -142,3 +144,19 @@ def bandwidth(nadaraya_watson, device):
 def pooling_properties(nadaraya_watson, device):
     """float64 in and out, gradients to queries, keys and values, inputs unchanged, no tensor made on the CPU?"""
     pooling_contract(nadaraya_watson, device, seed=3, m=3, n=4)
+
+
+# ---------------------------------------------------------------- check your understanding
+# Only the form is checked here; checks/hidden/pooling.py holds the keys.
+
+
+@check("quiz_1_1")
+def quiz_1_1_form(answer, device):
+    """Is answer_1_1 a letter "a" to "d"? Test it: apply each change to the soft dictionary's scores"""
+    expect_choice(answer(), "abcd", "answer_1_1")
+
+
+@check("quiz_1_2")
+def quiz_1_2_form(answer, device):
+    """Is answer_1_2 a number? Predict first, then the cell after this one computes the prediction"""
+    expect_number(answer(), "answer_1_2")

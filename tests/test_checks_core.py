@@ -430,3 +430,23 @@ def test_float64_runs_on_the_cpu_for_a_device_without_it():
     assert float64_device(torch.device("mps")) == torch.device("cpu")
     assert float64_device("cpu") == torch.device("cpu")
     assert float64_device("cuda:1") == torch.device("cuda:1")
+
+
+@pytest.mark.parametrize("answer", ["ab", "", "  ", "abcd", "e", "(b)", 2, None, ...])
+def test_expect_choice_takes_exactly_one_of_the_letters(answer):
+    """Does expect_choice refuse several letters, none, another letter or a non-string?"""
+    from checks._core import expect_choice
+
+    with pytest.raises(CheckError, match="answer_9_9"):
+        expect_choice(answer, "abcd", "answer_9_9")
+    assert expect_choice(" B ", "abcd", "answer_9_9") == "b"
+
+
+@pytest.mark.parametrize("answer", ["30", float("nan"), float("inf"), True, None, [30]])
+def test_expect_number_refuses_what_is_not_a_finite_number(answer):
+    """Does expect_number refuse strings, NaN, infinity, booleans and lists?"""
+    from checks._core import expect_number
+
+    with pytest.raises(CheckError, match="answer_9_9"):
+        expect_number(answer, "answer_9_9")
+    assert expect_number(torch.tensor(30.0), "answer_9_9") == 30.0

@@ -5,11 +5,14 @@ import torch
 from checks._contract import float64_device
 from checks._core import (
     CheckError,
+    CheckInternalError,
     calling,
     check,
     expect_attached,
+    expect_choice,
     expect_close,
     expect_finite,
+    expect_number,
     expect_tensor,
     expect_unchanged,
     random_lengths,
@@ -197,3 +200,55 @@ def masked_softmax_properties_hidden(masked_softmax, device):
     masked_softmax_contract(
         masked_softmax, device, seed=15, B=3, m=4, n=6, reference=loop_masked_softmax
     )
+
+
+# ---------------------------------------------------------------- check your understanding
+
+
+@check("quiz_2_1.key", hidden=True)
+def quiz_2_1_key(answer, device):
+    """Does answer_2_1 name the rows where a -1e6 fill leaves a masked key a non-zero weight?"""
+    choice = expect_choice(answer(), "abcd", "answer_2_1")
+    # The key, computed: fill -1e6 by torch.where, softmax in float32, see which rows leak.
+    gen = torch.Generator().manual_seed(5)
+    lengths = torch.arange(6).repeat_interleave(4)  # every valid length 0..5, 4 rows each
+    scores = torch.randn(len(lengths), 5, generator=gen) * 3  # (rows, n)
+    masked = torch.arange(5)[None, :] >= lengths[:, None]  # (rows, n), True = padding
+    weights = torch.softmax(torch.where(masked, torch.tensor(-1e6), scores), dim=-1)
+    leaks = ((weights != 0) & masked).any(dim=-1)  # (rows,)
+    has_padding = masked.any(dim=-1)
+    options = {
+        "a": torch.zeros_like(leaks),  # no row
+        "b": has_padding,  # every row with a masked key
+        "c": lengths == 0,
+        "d": lengths == 1,
+    }
+    right = [k for k, rows in options.items() if torch.equal(rows, leaks)]
+    if len(right) != 1:
+        raise CheckInternalError(f"expected exactly one option to match, got {right}")
+    if choice != right[0]:
+        raise CheckError(
+            f"answer_2_1 = {choice!r} does not describe the rows that leak: a softmax subtracts "
+            "its row's largest score first; compare exp(-1e6 - max) in a row with a valid key "
+            "and in a row without one"
+        )
+
+
+@check("quiz_2_2.key", hidden=True)
+def quiz_2_2_key(answer, device):
+    """Is answer_2_2 the number of zero weights for X (2, 3, 4) and valid_lens [0, 3]?"""
+    predicted = expect_number(answer(), "answer_2_2")
+    # Independent reference: -inf at the padding, softmax, and 0 for the rows with no key.
+    X = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(7))
+    valid_lens = torch.tensor([0, 3])
+    padding = torch.arange(4)[None, None, :] >= valid_lens[:, None, None]  # (2, 1, 4) -> (2, 3, 4)
+    weights = torch.softmax(X.masked_fill(padding, float("-inf")), dim=-1).nan_to_num(0.0)
+    expected = int((weights == 0).sum())
+    if abs(predicted - expected) < 0.01:
+        return
+    hint = {
+        3.0: "that is the textbook's count; yours gives the rows of valid length 0 zero weights",
+        5.0: "a 1-D valid_lens holds one length per sequence, shared by all 3 of its queries",
+        9.0: "that many weights are not zero",
+    }.get(predicted, "count, row by row, the keys at or past each row's valid length")
+    raise CheckError(f"answer_2_2 = {predicted:g} zeros is not the count: {hint}")

@@ -5,7 +5,17 @@ import math
 import torch
 
 from checks._contract import float64_device
-from checks._core import check, expect_close, expect_finite, expect_tensor, softmax_list
+from checks._core import (
+    CheckError,
+    CheckInternalError,
+    check,
+    expect_choice,
+    expect_close,
+    expect_finite,
+    expect_number,
+    expect_tensor,
+    softmax_list,
+)
 from checks.pooling import _call, pooling_contract
 
 
@@ -71,3 +81,48 @@ def pooling_properties_hidden(nadaraya_watson, device):
         n=9,
         reference=lambda q, k, v: loop_reference(q, k, v, 1.0),
     )
+
+
+# ---------------------------------------------------------------- check your understanding
+
+
+@check("quiz_1_1.key", hidden=True)
+def quiz_1_1_key(answer, device):
+    """Does answer_1_1 name the one change to the scores that leaves every prediction unchanged?"""
+    choice = expect_choice(answer(), "abcd", "answer_1_1")
+    # The key, computed: apply each option to random scores and see which keeps the weights.
+    scores = -(torch.randn(4, 6, generator=torch.Generator().manual_seed(3), dtype=torch.float64))
+    weights = torch.softmax(scores, dim=-1)  # over the keys
+    options = {
+        "a": torch.softmax(2 * scores, dim=-1),
+        "b": torch.softmax(scores + math.log(1 / math.sqrt(2 * math.pi)), dim=-1),
+        "c": torch.softmax(scores.exp(), dim=-1),
+        "d": torch.softmax(scores, dim=0),
+    }
+    keeps = [k for k, w in options.items() if torch.allclose(w, weights, rtol=0, atol=1e-12)]
+    if len(keeps) != 1:
+        raise CheckInternalError(f"expected exactly one option to keep the weights, got {keeps}")
+    if choice != keeps[0]:
+        raise CheckError(
+            f"answer_1_1 = {choice!r}: that change alters the attention weights, so the "
+            "predictions change; softmax(s) is invariant only to what cancels between the "
+            "numerator exp(s_i) and the denominator Σ exp(s_j)"
+        )
+
+
+@check("quiz_1_2.key", hidden=True)
+def quiz_1_2_key(answer, device):
+    """Is answer_1_2 the soft dictionary's prediction for q = 100 (keys 1, 2, 3; σ = 0.25)?"""
+    predicted = expect_number(answer(), "answer_1_2")
+    keys = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    values = torch.tensor([10.0, 20.0, 30.0], dtype=torch.float64)
+    weights = torch.softmax(-(((100.0 - keys) / 0.25) ** 2) / 2, dim=0)  # float64, max subtracted
+    expected = (weights @ values).item()
+    if abs(predicted - expected) <= 0.05:
+        return
+    hint = {
+        0.0: "the weights are not all zero: a softmax's weights always sum to one",
+        20.0: "the weights are not uniform: a softmax sees only the differences between scores, "
+        "and those are huge here",
+    }.get(predicted, "work out which key's score is largest, and by how much")
+    raise CheckError(f"answer_1_2 = {predicted:g} is not the prediction for q = 100: {hint}")

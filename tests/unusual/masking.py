@@ -58,3 +58,30 @@ def sequence_mask_row_by_row(X, valid_len, value=0):
         keep = keep.reshape(keep.shape + (1,) * (X.dim() - 2))
         rows.append(torch.where(keep, row, torch.tensor(value, dtype=X.dtype, device=X.device)))
     return torch.stack(rows)
+
+
+# ---------------------------------------------------------------- check your understanding
+
+
+@unusual("quiz_2_1")
+def capital_letter():
+    """The right letter in capitals."""
+    answer_2_1 = "C"  # noqa: F841
+
+
+@unusual("quiz_2_1")
+def letter_with_a_newline():
+    """The right letter with a trailing newline, as text pasted from elsewhere ends."""
+    answer_2_1 = "c\n"  # noqa: F841
+
+
+@unusual("quiz_2_2")
+def count_as_a_float():
+    """The count as a float."""
+    answer_2_2 = 15.0  # noqa: F841
+
+
+@unusual("quiz_2_2")
+def count_as_a_tensor():
+    """The count as a 0-d tensor, the way (weights == 0).sum() returns it."""
+    answer_2_2 = torch.tensor(15)  # noqa: F841

@@ -324,3 +324,67 @@ def softmax_forced_float32(X, valid_lens):
     mask = torch.arange(X.shape[-1], device=X.device) < valid_lens[..., None]
     scores = X.masked_fill(~mask, float("-inf")).masked_fill(~mask.any(-1, keepdim=True), 0.0)
     return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
+
+
+# ---------------------------------------------------------------- check your understanding
+# Each body is what a student writes in the answer cell; the checks get lambda: answer_2_Y.
+
+
+@wrong("quiz_2_1", {"quiz_2_1.key": "answer_2_1 = 'a' does not describe the rows that leak"})
+def no_row_leaks():
+    """(a): forgets the rows of valid length 0, where every score is -1e6."""
+    answer_2_1 = "a"  # noqa: F841
+
+
+@wrong("quiz_2_1", {"quiz_2_1.key": "answer_2_1 = 'b' does not describe the rows that leak"})
+def every_masked_key_leaks_a_little():
+    """(b): "approximately zero", though exp(-1e6 - max) is exactly 0 in float32."""
+    answer_2_1 = "b"  # noqa: F841
+
+
+@wrong("quiz_2_1", {"quiz_2_1.key": "answer_2_1 = 'd' does not describe the rows that leak"})
+def rows_with_one_valid_key_leak():
+    """(d): one valid key is enough for its score to be the row's maximum."""
+    answer_2_1 = "d"  # noqa: F841
+
+
+@wrong("quiz_2_1", {"quiz_2_1.key": "answer_2_1 should be one of the letters"})
+def two_letters_for_the_masking_question():
+    """Hedging with two letters, "bc": a substring of "abcd", but not one letter."""
+    answer_2_1 = "bc"  # noqa: F841
+
+
+@wrong("quiz_2_1", {"quiz_2_1.key": "got True (bool)"})
+def true_instead_of_a_letter():
+    """A True/False answer, as in another chapter's finding, instead of a letter."""
+    answer_2_1 = True  # noqa: F841
+
+
+@wrong("quiz_2_2", {"quiz_2_2.key": "that is the textbook's count"})
+def counts_the_textbook_zeros():
+    """3: the textbook's count, which gives the empty rows uniform weights."""
+    answer_2_2 = 3  # noqa: F841
+
+
+@wrong("quiz_2_2", {"quiz_2_2.key": "one length per sequence, shared by all 3 of its queries"})
+def one_length_per_row():
+    """5: takes the lengths [0, 3] for the first two rows only (4 + 1 zeros)."""
+    answer_2_2 = 5  # noqa: F841
+
+
+@wrong("quiz_2_2", {"quiz_2_2.key": "that many weights are not zero"})
+def counts_the_non_zero_weights():
+    """9: the weights that are not zero, 24 - 15."""
+    answer_2_2 = 9  # noqa: F841
+
+
+@wrong("quiz_2_2", {"quiz_2_2.key": "answer_2_2 = 12 zeros is not the count"})
+def forgets_the_padding_of_the_longer_sequence():
+    """12: only the empty rows' zeros, not the fourth key of sequence 1."""
+    answer_2_2 = 12  # noqa: F841
+
+
+@wrong("quiz_2_2", {"quiz_2_2.key": "answer_2_2 should be a finite number, got '15' (str)"})
+def count_as_text():
+    """The right count, written as a string."""
+    answer_2_2 = "15"  # noqa: F841

@@ -152,3 +152,67 @@ def pooling_values_to_cpu(queries, keys, values, bandwidth=1.0):
     scores = -((queries[:, None] - keys[None, :]) ** 2) / (2 * bandwidth**2)
     weights = torch.softmax(scores, dim=-1)
     return (weights.cpu() @ values.cpu()).to(weights.dtype), weights
+
+
+# ---------------------------------------------------------------- check your understanding
+# Each body is what a student writes in the answer cell; the checks get lambda: answer_1_Y.
+
+
+@wrong("quiz_1_1", {"quiz_1_1.key": "answer_1_1 = 'a': that change alters the attention weights"})
+def doubling_the_scores_keeps_the_weights():
+    """(a): doubling every score is the kernel of width σ/√2, a sharper softmax."""
+    answer_1_1 = "a"  # noqa: F841
+
+
+@wrong("quiz_1_1", {"quiz_1_1.key": "answer_1_1 = 'c': that change alters the attention weights"})
+def exponentiating_the_scores_keeps_the_weights():
+    """(c): exp(s) before the softmax is monotone but changes the weights."""
+    answer_1_1 = "c"  # noqa: F841
+
+
+@wrong("quiz_1_1", {"quiz_1_1.key": "answer_1_1 = 'd': that change alters the attention weights"})
+def softmax_over_queries_keeps_the_weights():
+    """(d): a softmax over the queries normalises each key's column, not each query's row."""
+    answer_1_1 = "d"  # noqa: F841
+
+
+@wrong("quiz_1_1", {"quiz_1_1.key": "answer_1_1 should be one of the letters"})
+def two_letters():
+    """Hedging with two letters: a substring of "abcd", but not one letter."""
+    answer_1_1 = "ab"  # noqa: F841
+
+
+@wrong("quiz_1_1", {"quiz_1_1.key": "should be one of the letters 'a', 'b', 'c', 'd', got 2 (int)"})
+def option_number_instead_of_letter():
+    """The option's position, 2, instead of its letter."""
+    answer_1_1 = 2  # noqa: F841
+
+
+@wrong("quiz_1_2", {"quiz_1_2.key": "the weights are not all zero"})
+def far_query_gets_no_weight():
+    """Far from every key every kernel value is 0, so the prediction must be 0 (it is not)."""
+    answer_1_2 = 0  # noqa: F841
+
+
+@wrong("quiz_1_2", {"quiz_1_2.key": "the weights are not uniform"})
+def far_query_gets_the_mean():
+    """All keys are about equally far from 100, so the weights are uniform (they are not)."""
+    answer_1_2 = 20  # noqa: F841
+
+
+@wrong("quiz_1_2", {"quiz_1_2.key": "answer_1_2 = 10 is not the prediction for q = 100"})
+def first_key_wins():
+    """The value of the first key instead of the nearest one."""
+    answer_1_2 = 10  # noqa: F841
+
+
+@wrong("quiz_1_2", {"quiz_1_2.key": "answer_1_2 should be a finite number, got nan"})
+def naive_formula_gives_nan():
+    """What exp / sum gives (0 / 0), not what the softmax gives."""
+    answer_1_2 = float("nan")  # noqa: F841
+
+
+@wrong("quiz_1_2", {"quiz_1_2.key": "answer_1_2 should be a finite number, got '30' (str)"})
+def number_as_text():
+    """The right value, written as a string."""
+    answer_1_2 = "30"  # noqa: F841
