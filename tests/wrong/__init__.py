@@ -19,6 +19,11 @@ For an exercise that is a class (an attention module), the wrong answer is a
 For the nbgrader end-to-end test, the *body* of each wrong function replaces
 the solution region of the exercise cell, which is exactly what a student
 edits; so a body may use only names the notebook defines before it runs.
+
+An answer to a "Check your understanding" question (target ``quiz_<chapter>_<n>``,
+the grade_id of its answer cell) is a function without arguments that returns the
+answer, as the checks call it (``lambda: answer_6_1``); pasted into the notebook, its
+``return <value>`` becomes ``answer_6_1 = <value>``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -73,18 +79,43 @@ class Wrong:
 
     def inject(self, cell_source: str) -> str:
         """The exercise cell with its solution region replaced by this body."""
+        variable = answer_variable(self.target)
         lines = cell_source.splitlines()
         start = next(i for i, line in enumerate(lines) if line.strip() == "### BEGIN SOLUTION")
         end = next(i for i, line in enumerate(lines) if line.strip() == "### END SOLUTION")
         indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
-        body = [indent + line if line else line for line in self.body()]
+        body = self.body()
+        if variable is not None:  # a question's answer: return <value> -> answer_6_1 = <value>
+            body = [re.sub(r"^return\b", f"{variable} =", line) for line in body]
+        body = [indent + line if line else line for line in body]
         return "\n".join(lines[:start] + body + lines[end + 1 :])
 
 
+QUIZ_TARGET = re.compile(r"quiz_(?P<chapter>\d+)_(?P<number>\d+)")
+
+
+def answer_variable(target: str) -> str | None:
+    """``answer_6_1`` for the question ``quiz_6_1``; None for a function or class."""
+    match = QUIZ_TARGET.fullmatch(target)
+    return f"answer_{match['chapter']}_{match['number']}" if match else None
+
+
 def reference(target: str):
-    """The reference implementation named ``target`` in the solutions package."""
+    """The reference implementation named ``target`` in the solutions package.
+
+    For a question (``quiz_6_1``), a function that returns the reference answer
+    (``answer_6_1``), as the checks call it.
+    """
     from solutions import SOURCES
 
+    variable = answer_variable(target)
+    if variable is not None:
+        for module in SOURCES:
+            solutions = importlib.import_module(f"solutions.{module}")
+            if hasattr(solutions, variable):
+                value = getattr(solutions, variable)
+                return lambda: value
+        raise LookupError(f"no reference answer {variable!r} in solutions/")
     for module in SOURCES:
         obj = getattr(importlib.import_module(f"solutions.{module}"), target, None)
         if obj is not None:
