@@ -1,5 +1,6 @@
 """Visible checks for the chapter "Self-attention and positional encoding"."""
 
+import copy
 import math
 
 import torch
@@ -29,8 +30,19 @@ from checks.scoring import build, describe_lengths
 
 
 def self_attend(module, X, valid_lens=None):
-    """Call a self-attention module; check it returns (B, N, D_V) and keeps (B, N, N) weights."""
+    """Call a self-attention module; check it returns (B, N, D_V) and keeps (B, N, N) weights.
+
+    On an accelerator the forward is rehearsed first on a CPU copy of the module: an index
+    past the end of a tensor (``relative_bias[j - i + K]`` unclipped) is an IndexError on the
+    CPU, but a device-side assert on CUDA, after which the process can no longer use the GPU.
+    """
     what = f"the forward on X {shape_str(X.shape)}, valid_lens {describe_lengths(valid_lens)}"
+    if X.device.type not in ("cpu", "meta"):
+        twin = copy.deepcopy(module).cpu()
+        lens = None if valid_lens is None else valid_lens.cpu()
+        invoke(
+            twin, X.detach().cpu(), lens, what=what, names=("X", "valid_lens"), under=type(module)
+        )
     out = invoke(module, X, valid_lens, what=what, names=("X", "valid_lens"), under=type(module))
     B, N = X.shape[0], X.shape[1]
     shape = (B, N, module.W_v.out_features)

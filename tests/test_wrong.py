@@ -148,6 +148,7 @@ def test_a_wrong_answer_to_a_question_is_pasted_as_an_assignment():
     assert 'answer_6_1 = "a"' in pasted.splitlines()
     assert "BEGIN SOLUTION" not in pasted and 'answer_6_1 = "b"' not in pasted
     assert answer.implementation()() == "a"
+    assert answer.cells == ["test_quiz_6_1"]  # the form and the key run in one test cell
     assert reference("quiz_6_1")() == module.answer_6_1
     assert (
         answer_variable("quiz_6_1") == "answer_6_1"

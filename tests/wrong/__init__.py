@@ -148,7 +148,12 @@ def wrong(target: str, failures: Mapping[str, str]) -> Callable:
 
 
 def cell_for(group: str) -> str:
-    """grade_id of the notebook test cell that runs a check group."""
+    """grade_id of the notebook test cell that runs a check group.
+
+    A question's form and key (``quiz_6_1``, ``quiz_6_1.key``) run in one cell, ``test_quiz_6_1``.
+    """
+    if answer_variable(group.split(".")[0]) is not None:
+        return "test_" + group.split(".")[0]
     if "." in group:
         return "hidden_" + group.replace(".", "_")
     return "test_" + group
