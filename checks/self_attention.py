@@ -29,6 +29,24 @@ from checks._core import (
 from checks.scoring import build, describe_lengths
 
 
+def cpu_twin(module):
+    """A copy of ``module`` on the CPU, or None where it cannot be copied.
+
+    Tensors kept from an earlier forward (``attention_weights``) are not graph leaves, which
+    deepcopy refuses: they are shared, detached, instead of copied.
+    """
+    memo = {
+        id(t): t.detach()
+        for m in module.modules()
+        for t in vars(m).values()
+        if isinstance(t, torch.Tensor) and not t.is_leaf
+    }
+    try:
+        return copy.deepcopy(module, memo).cpu()
+    except Exception:  # a module that cannot be copied is run on the accelerator only
+        return None
+
+
 def self_attend(module, X, valid_lens=None):
     """Call a self-attention module; check it returns (B, N, D_V) and keeps (B, N, N) weights.
 
@@ -37,12 +55,11 @@ def self_attend(module, X, valid_lens=None):
     CPU, but a device-side assert on CUDA, after which the process can no longer use the GPU.
     """
     what = f"the forward on X {shape_str(X.shape)}, valid_lens {describe_lengths(valid_lens)}"
-    if X.device.type not in ("cpu", "meta"):
-        twin = copy.deepcopy(module).cpu()
+    twin = cpu_twin(module) if X.device.type not in ("cpu", "meta") else None
+    if twin is not None:
         lens = None if valid_lens is None else valid_lens.cpu()
-        invoke(
-            twin, X.detach().cpu(), lens, what=what, names=("X", "valid_lens"), under=type(module)
-        )
+        names = ("X", "valid_lens")
+        invoke(twin, X.detach().cpu(), lens, what=what, names=names, under=type(module))
     out = invoke(module, X, valid_lens, what=what, names=("X", "valid_lens"), under=type(module))
     B, N = X.shape[0], X.shape[1]
     shape = (B, N, module.W_v.out_features)
