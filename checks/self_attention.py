@@ -1,5 +1,6 @@
 """Visible checks for the chapter "Self-attention and positional encoding"."""
 
+import copy
 import math
 
 import torch
@@ -16,31 +17,82 @@ from checks._contract import (
 from checks._core import (
     CheckError,
     check,
+    expect_choice,
     expect_close,
+    expect_number,
     expect_tensor,
     random_lengths,
     random_tensor,
     shape_str,
+    softmax_list,
 )
 from checks.scoring import build, describe_lengths
 
 
+def cpu_twin(module):
+    """A copy of ``module`` on the CPU, or None where it cannot be copied.
+
+    Tensors kept from an earlier forward (``attention_weights``) are not graph leaves, which
+    deepcopy refuses: they are shared, detached, instead of copied.
+    """
+    memo = {
+        id(t): t.detach()
+        for m in module.modules()
+        for t in vars(m).values()
+        if isinstance(t, torch.Tensor) and not t.is_leaf
+    }
+    try:
+        return copy.deepcopy(module, memo).cpu()
+    except Exception:  # a module that cannot be copied is run on the accelerator only
+        return None
+
+
 def self_attend(module, X, valid_lens=None):
-    """Call a self-attention module; check it returns (B, N, D_V) and keeps (B, N, N) weights."""
+    """Call a self-attention module; check it returns (B, N, D_V) and keeps (B, N, N) weights.
+
+    On an accelerator the forward is rehearsed first on a CPU copy of the module: an index
+    past the end of a tensor (``relative_bias[j - i + K]`` unclipped) is an IndexError on the
+    CPU, but a device-side assert on CUDA, after which the process can no longer use the GPU.
+    """
     what = f"the forward on X {shape_str(X.shape)}, valid_lens {describe_lengths(valid_lens)}"
+    twin = cpu_twin(module) if X.device.type not in ("cpu", "meta") else None
+    if twin is not None:
+        lens = None if valid_lens is None else valid_lens.cpu()
+        names = ("X", "valid_lens")
+        invoke(twin, X.detach().cpu(), lens, what=what, names=names, under=type(module))
     out = invoke(module, X, valid_lens, what=what, names=("X", "valid_lens"), under=type(module))
     B, N = X.shape[0], X.shape[1]
     shape = (B, N, module.W_v.out_features)
     expect_tensor(out, "the output", shape=shape, dtype=X.dtype, device=X.device)
     weights = getattr(module, "attention_weights", None)
     if weights is None:
-        raise CheckError("forward must leave the weights in self.attention.attention_weights")
+        raise CheckError("forward must leave the weights in self.attention_weights")
     expect_tensor(weights, "attention_weights", shape=(B, N, N), dtype=X.dtype, device=X.device)
     return out, weights
 
 
+def relative_module(cls, D_X, D_Q, D_V, K, dropout=0.0, *, bias=False, seed=0, device="cpu"):
+    """A RelativeSelfAttention with reproducible weights and a random relative_bias (2K + 1,)."""
+    module = build(cls, D_X, D_Q, D_V, K, dropout, bias=bias, seed=seed, device=device)
+    table = getattr(module, "relative_bias", None)
+    if not isinstance(table, torch.Tensor) or tuple(table.shape) != (2 * K + 1,):
+        got = shape_str(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
+        raise CheckError(
+            f"keep the given __init__: with max_distance={K}, relative_bias must be a tensor of "
+            f"shape ({2 * K + 1},), got {got}"
+        )
+    with torch.no_grad():
+        table.copy_(random_tensor(2 * K + 1, seed=seed + 100, device=table.device))
+    return module
+
+
+def clipped(j, i, K):
+    """The index into relative_bias of key j for query i, by hand."""
+    return K + max(-K, min(K, j - i))
+
+
 def self_attention_contract(make, device, *, seed, B, N, D, reference=None):
-    """float64 in and out, gradients to W_q, W_k, W_v and X, nothing made on the CPU.
+    """float64 in and out, gradients to every parameter and X, nothing made on the CPU.
 
     Args:
         make: ``make(device)`` returns the module (eval mode, dropout 0) with input size D.
@@ -70,9 +122,13 @@ def self_attention_contract(make, device, *, seed, B, N, D, reference=None):
     on_meta(lambda: self_attend(meta, Xm, lm), f"the forward on the meta device ({shapes})")
 
 
-def self_attention_dropout_contract(SelfAttention, device, *, seed, B, N, p, query_size=3):
-    """Dropout(p) in training on the weights, once. X = I and W_v = I make the output the weights."""
-    module = build(SelfAttention, N, query_size, N, p, seed=seed, device=device)
+def self_attention_dropout_contract(make, device, *, seed, B, N, p):
+    """Dropout(p) in training on the weights, once. X = I and W_v = I make the output the weights.
+
+    Args:
+        make: ``make(N, p)`` returns the module (eval mode) with input and value size N.
+    """
+    module = make(N, p)
     with torch.no_grad():
         module.W_v.weight.copy_(torch.eye(N))
         if module.W_v.bias is not None:
@@ -88,12 +144,12 @@ def self_attention_dropout_contract(SelfAttention, device, *, seed, B, N, p, que
     expect_dropout_pattern(out, weights, p, f"the output in train mode {what}")
 
 
-@check("SelfAttention")
-def shapes_and_padding(SelfAttention, device):
-    """Does X (2, 5, 6) give outputs (2, 5, 3), weights (2, 5, 5) with rows summing to 1 and none on padding?"""
+@check("RelativeSelfAttention")
+def shapes_and_padding(RelativeSelfAttention, device):
+    """Does X (2, 5, 6) with max_distance=1 give outputs (2, 5, 3), weights (2, 5, 5) with rows summing to 1 and none on padding?"""
     gen = torch.Generator().manual_seed(0)
     X = torch.randn(2, 5, 6, generator=gen).to(device)
-    module = build(SelfAttention, 6, 4, 3, 0.0, device=device)
+    module = relative_module(RelativeSelfAttention, 6, 4, 3, 1, device=device)
     _, weights = self_attend(module, X, torch.tensor([5, 2], device=device))
     expect_close(weights.sum(-1), torch.ones(2, 5, device=device), "row sums of the weights")
     expect_close(
@@ -104,37 +160,51 @@ def shapes_and_padding(SelfAttention, device):
     )
 
 
-@check("SelfAttention")
-def zero_queries_average_the_values(SelfAttention, device):
-    """With W_q = 0 every score is 0: is each output the mean of W_v(x_j) over the valid positions j?"""
+@check("RelativeSelfAttention")
+def bias_alone_with_zero_queries(RelativeSelfAttention, device):
+    """With W_q = 0 every q·k is 0: for N=4, max_distance=1 and relative_bias [1, 0, 2], is row i of the weights the softmax over j of the bias of clip(j - i, -1, 1)?"""
     gen = torch.Generator().manual_seed(1)
-    X = torch.randn(2, 4, 6, generator=gen).to(device)
-    module = build(SelfAttention, 6, 4, 3, 0.0, device=device)
+    N, K, table = 4, 1, [1.0, 0.0, 2.0]
+    X = torch.randn(1, N, 6, generator=gen).to(device)
+    module = relative_module(RelativeSelfAttention, 6, 4, 3, K, device=device)
     with torch.no_grad():
         module.W_q.weight.zero_()
-    out, _ = self_attend(module, X, torch.tensor([4, 3], device=device))
-    values = X @ module.W_v.weight.detach().T  # (B, N, D_V)
-    expected = torch.stack([values[0].mean(0), values[1, :3].mean(0)])[:, None].expand(2, 4, 3)
-    expect_close(out, expected, "the output with W_q = 0", labels=("batch", "query"))
+        module.relative_bias.copy_(torch.tensor(table))
+    _, weights = self_attend(module, X)
+    expected = [[softmax_list([table[clipped(j, i, K)] for j in range(N)]) for i in range(N)]]
+    expect_close(
+        weights,
+        torch.tensor(expected, device=device),
+        "the weights with W_q = 0 and relative_bias [1, 0, 2] (entry 0: keys before the query, "
+        "1: the query itself, 2: keys after it)",
+        labels=("batch", "query"),
+    )
 
 
-@check("SelfAttention")
-def self_attention_properties(SelfAttention, device):
-    """float64 in and out, gradients to W_q, W_k, W_v and X, X unchanged, no tensor made on the CPU?"""
+@check("RelativeSelfAttention")
+def relative_self_attention_properties(RelativeSelfAttention, device):
+    """float64 in and out, gradients to relative_bias, W_q, W_k, W_v and X, X unchanged, no tensor made on the CPU?"""
     self_attention_contract(
-        lambda dev: build(SelfAttention, 5, 3, 4, 0.0, seed=5, device=dev),
+        lambda dev: relative_module(RelativeSelfAttention, 5, 3, 4, 2, seed=5, device=dev),
         device,
         seed=5,
         B=2,
-        N=4,
+        N=5,
         D=5,
     )
 
 
-@check("SelfAttention")
-def self_attention_dropout_half(SelfAttention, device):
+@check("RelativeSelfAttention")
+def relative_self_attention_dropout_half(RelativeSelfAttention, device):
     """With dropout=0.5 in training, is a fraction ≈ 0.5 of the weights zeroed and the rest doubled, once?"""
-    self_attention_dropout_contract(SelfAttention, device, seed=6, B=6, N=6, p=0.5)
+    self_attention_dropout_contract(
+        lambda N, p: relative_module(RelativeSelfAttention, N, 3, N, 2, p, seed=6, device=device),
+        device,
+        seed=6,
+        B=6,
+        N=6,
+        p=0.5,
+    )
 
 
 @check("positional_encoding")
@@ -149,3 +219,25 @@ def small_table(positional_encoding, device):
     )
     expect_tensor(P, "positional_encoding(3, 4)", shape=(3, 4), dtype=torch.float32)
     expect_close(P.cpu(), expected, "positional_encoding(3, 4)", labels=("position",))
+
+
+# ----------------------------------------------------------------- check your understanding
+# Only the form here; the key is in checks/hidden/self_attention.py.
+
+
+@check("quiz_6_1")
+def quiz_6_1_form(answer, device):
+    """Is answer_6_1 one of "a", "b", "c", "d"? To test your reasoning, copy the cell that shuffles X, use the shuffle [1, 0, 2, 3, 4, 5] and print both outputs row by row."""
+    expect_choice(answer(), "abcd", "answer_6_1")
+
+
+@check("quiz_6_2")
+def quiz_6_2_form(answer, device):
+    """Is answer_6_2 a number? Predict it first; then run the cell after this test, which counts the parameters, and if the two differ, find which part you miscounted."""
+    expect_number(answer(), "answer_6_2")
+
+
+@check("quiz_6_3")
+def quiz_6_3_form(answer, device):
+    """Is answer_6_3 one of "a", "b", "c", "d"? To test your reasoning, give each layer the same three vectors in two orders and compare the output of the vector called "dog"."""
+    expect_choice(answer(), "abcd", "answer_6_3")

@@ -11,7 +11,7 @@ import tests.wrong
 from autograder import notebooks as nbs
 from checks import CheckError
 from checks._core import REGISTRY
-from tests.wrong import is_quiz, load, wrong
+from tests.wrong import answer_variable, is_quiz, load, reference, wrong
 
 WRONG = load()
 checks.groups()  # loads the hidden groups into the registry
@@ -130,3 +130,26 @@ def test_multihead_attention_is_graded_on_its_own(monkeypatch, device):
     for group in (g for g in REGISTRY if g.split(".")[0] == "MultiHeadAttention"):
         checks.run_hidden(group, module.MultiHeadAttention, devices=[device], verbose=False)
     assert module.transpose_qkv is broken_split  # the checks put the student's functions back
+
+
+def test_a_wrong_answer_to_a_question_is_pasted_as_an_assignment():
+    """Does a question's wrong answer (``return "a"``) replace the solution region of the
+    answer cell with ``answer_6_1 = "a"``, and does its reference return the solutions' key?"""
+    import solutions.self_attention as module
+
+    answer = next(w for w in WRONG if w.target == "quiz_6_1" and w.name == "order_changes_nothing")
+    cell = next(
+        c
+        for c in nbs.read(nbs.notebook_path("self_attention")).cells
+        if nbs.nbgrader_meta(c).get("grade_id") == "quiz_6_1"
+    )
+    pasted = answer.inject(cell.source)
+    assert 'answer_6_1 = "a"' in pasted.splitlines()
+    assert "BEGIN SOLUTION" not in pasted and 'answer_6_1 = "b"' not in pasted
+    assert answer.implementation()() == "a"
+    assert answer.cells == ["test_quiz_6_1"]  # the form and the key run in one test cell
+    assert reference("quiz_6_1")() == module.answer_6_1
+    assert (
+        answer_variable("quiz_6_1") == "answer_6_1"
+        and answer_variable("RelativeSelfAttention") is None
+    )

@@ -4,25 +4,42 @@ import math
 
 import torch
 
+from solutions.masking import masked_softmax
 from tests.unusual import unusual
 
 
-@unusual("SelfAttention")
-def self_attention_one_projection_call_each(self, X, valid_lens=None):
-    """Keyword arguments, the projections inline."""
-    return self.attention(
-        queries=self.W_q(X), keys=self.W_k(X), values=self.W_v(X), valid_lens=valid_lens
+@unusual("RelativeSelfAttention")
+def relative_clamped_after_shifting(self, X, valid_lens=None):
+    """Scores by einsum; the index shifted first, then clamped to [0, 2K]; keyword arguments."""
+    queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
+    scores = torch.einsum("bid,bjd->bij", queries, keys) / queries.shape[-1] ** 0.5
+    N, K = X.shape[1], self.max_distance
+    j = torch.arange(N, device=X.device)
+    index = (j[None, :] - j[:, None] + K).clamp(min=0, max=2 * K)
+    self.attention_weights = masked_softmax(
+        X=scores + self.relative_bias[index], valid_lens=valid_lens
     )
+    return torch.einsum("bij,bjd->bid", self.dropout(self.attention_weights), values)
 
 
-@unusual("SelfAttention")
-def self_attention_with_functional_linear(self, X, valid_lens=None):
-    """torch.nn.functional.linear with the layers' weights and biases."""
+@unusual("RelativeSelfAttention")
+def relative_gathered_with_functional_dropout(self, X, valid_lens=None):
+    """The bias by gather on a flattened index, F.linear projections, functional dropout."""
     linear = torch.nn.functional.linear
-    q = linear(X, self.W_q.weight, self.W_q.bias)
-    k = linear(X, self.W_k.weight, self.W_k.bias)
-    v = linear(X, self.W_v.weight, self.W_v.bias)
-    return self.attention(q, k, v, valid_lens)
+    queries = linear(X, self.W_q.weight, self.W_q.bias)
+    keys = linear(X, self.W_k.weight, self.W_k.bias)
+    values = linear(X, self.W_v.weight, self.W_v.bias)
+    N, K = X.shape[1], self.max_distance
+    rows = torch.arange(N, device=X.device).view(N, 1).expand(N, N)
+    cols = torch.arange(N, device=X.device).view(1, N).expand(N, N)
+    index = torch.minimum(
+        torch.maximum(cols - rows, torch.full_like(rows, -K)), torch.full_like(rows, K)
+    )
+    bias = self.relative_bias.gather(0, (index + K).reshape(-1)).reshape(N, N)
+    scores = queries @ keys.transpose(-1, -2) * (1 / math.sqrt(keys.shape[-1])) + bias
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    dropped = torch.nn.functional.dropout(self.attention_weights, self.dropout.p, self.training)
+    return dropped @ values
 
 
 @unusual("positional_encoding")
@@ -44,3 +61,39 @@ def table_in_float64_then_cast(max_len, num_hiddens):
     P[:, 0::2] = torch.sin(angles)
     P[:, 1::2] = torch.cos(angles)
     return P.float()
+
+
+@unusual("quiz_6_1")
+def quiz_6_1_capital():
+    """A capital letter."""
+    return "B"
+
+
+@unusual("quiz_6_1")
+def quiz_6_1_spaces():
+    """Spaces around the letter."""
+    return " b "
+
+
+@unusual("quiz_6_2")
+def quiz_6_2_float():
+    """A float."""
+    return 457.0
+
+
+@unusual("quiz_6_2")
+def quiz_6_2_tensor():
+    """The count as a one-element tensor, as sum(p.numel() ...) over tensors might give."""
+    return torch.tensor(457)
+
+
+@unusual("quiz_6_3")
+def quiz_6_3_capital():
+    """A capital letter."""
+    return "C"
+
+
+@unusual("quiz_6_3")
+def quiz_6_3_spaces():
+    """A trailing space."""
+    return "c "

@@ -19,6 +19,11 @@ For an exercise that is a class (an attention module), the wrong answer is a
 For the nbgrader end-to-end test, the *body* of each wrong function replaces
 the solution region of the exercise cell, which is exactly what a student
 edits; so a body may use only names the notebook defines before it runs.
+
+An answer to a "Check your understanding" question (target ``quiz_<chapter>_<n>``,
+the grade_id of its answer cell) is a function without arguments that returns the
+answer, as the checks call it (``lambda: answer_6_1``); pasted into the notebook, its
+``return <value>`` becomes ``answer_6_1 = <value>``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -59,12 +65,15 @@ class Wrong:
     def implementation(self):
         """What the checks run: the function, or a subclass of the reference with this forward.
 
-        For a quiz question the body is the answer cell's solution (``answer_4_1 = "a"``):
-        the checks get a function that returns the value it assigns.
+        For a question the body is what the answer cell holds, ``answer_4_1 = "a"``, or
+        ``return "a"`` (pasted as that assignment): the checks get a function that returns it.
         """
         if is_quiz(self.target):
-            namespace: dict = {}
-            exec("\n".join(self.body()), namespace)  # noqa: S102 (our own test code)
+            namespace: dict = {"torch": importlib.import_module("torch")}
+            lines = [
+                re.sub(r"^return\b", f"{answer_name(self.target)} =", ln) for ln in self.body()
+            ]
+            exec("\n".join(lines), namespace)  # noqa: S102 (our own test code)
             value = namespace[answer_name(self.target)]
             return lambda: value
         ref = reference(self.target)
@@ -82,22 +91,35 @@ class Wrong:
 
     def inject(self, cell_source: str) -> str:
         """The exercise cell with its solution region replaced by this body."""
+        variable = answer_variable(self.target)
         lines = cell_source.splitlines()
         start = next(i for i, line in enumerate(lines) if line.strip() == "### BEGIN SOLUTION")
         end = next(i for i, line in enumerate(lines) if line.strip() == "### END SOLUTION")
         indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
-        body = [indent + line if line else line for line in self.body()]
+        body = self.body()
+        if variable is not None:  # a question's answer: return <value> -> answer_6_1 = <value>
+            body = [re.sub(r"^return\b", f"{variable} =", line) for line in body]
+        body = [indent + line if line else line for line in body]
         return "\n".join(lines[:start] + body + lines[end + 1 :])
+
+
+QUIZ_TARGET = re.compile(r"quiz_(?P<chapter>\d+)_(?P<number>\d+)")
+
+
+def answer_variable(target: str) -> str | None:
+    """``answer_6_1`` for the question ``quiz_6_1``; None for a function or class."""
+    match = QUIZ_TARGET.fullmatch(target)
+    return f"answer_{match['chapter']}_{match['number']}" if match else None
 
 
 def is_quiz(target: str) -> bool:
     """Is ``target`` a "Check your understanding" question (``quiz_4_1``), not code?"""
-    return target.startswith("quiz_")
+    return answer_variable(target) is not None
 
 
 def answer_name(target: str) -> str:
     """The variable that holds the answer to a question: ``quiz_4_1`` -> ``answer_4_1``."""
-    return "answer_" + target.removeprefix("quiz_")
+    return answer_variable(target)
 
 
 def reference(target: str):
@@ -147,7 +169,7 @@ def cell_for(group: str) -> str:
     A question's form check and its key run in one cell: ``quiz_4_1`` and ``quiz_4_1.key``
     in ``test_quiz_4_1``.
     """
-    if is_quiz(group):
+    if is_quiz(group.split(".")[0]):
         return "test_" + group.split(".")[0]
     if "." in group:
         return "hidden_" + group.replace(".", "_")
