@@ -97,10 +97,10 @@ def grade(job: dict) -> dict:
     cfg.Autograde.autograde_preprocessors = [
         *([] if job.get("run_demos") else [SkipDemos]),  # run_demos: benchmarks only
         CheckedExecute,
-        DropStudentOutputs,
         CapOutput,
-        ClearMetadataPreprocessor,
         LimitOutput,
+        DropStudentOutputs,  # after the caps: it keeps a copy of the outputs for the instructor
+        ClearMetadataPreprocessor,
         SaveAutoGrades,
         AssignLatePenalties,
         CheckCellMetadata,
