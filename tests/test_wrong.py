@@ -11,14 +11,14 @@ import tests.wrong
 from autograder import notebooks as nbs
 from checks import CheckError
 from checks._core import REGISTRY
-from tests.wrong import load, wrong
+from tests.wrong import is_quiz, load, wrong
 
 WRONG = load()
 checks.groups()  # loads the hidden groups into the registry
 
 
 def test_at_least_five_wrong_answers_per_graded_function():
-    """Are there at least five known-wrong implementations per graded function?"""
+    """Are there at least five known-wrong implementations per graded function, two per question?"""
     counts = {}
     for w in WRONG:
         counts[w.target] = counts.get(w.target, 0) + 1
@@ -29,7 +29,11 @@ def test_at_least_five_wrong_answers_per_graded_function():
         if nbs.is_solution(c) and nbs.saved_module(c)
     }
     assert counts.keys() == graded
-    assert min(counts.values()) >= 5, counts
+    functions = {t: n for t, n in counts.items() if not is_quiz(t)}
+    assert min(functions.values()) >= 5, functions
+    # a question has few wrong answers (a multiple choice of four has three): one each
+    questions = {t: n for t, n in counts.items() if is_quiz(t)}
+    assert min(questions.values(), default=2) >= 2, questions
 
 
 def test_wrong_answers_have_distinct_names_per_exercise():

@@ -57,7 +57,17 @@ class Wrong:
         return [cell_for(g) for g in self.groups]
 
     def implementation(self):
-        """What the checks run: the function, or a subclass of the reference with this forward."""
+        """What the checks run: the function, or a subclass of the reference with this forward.
+
+        For a short conceptual question (target ``quiz_<chapter>_<k>``), the body assigns the
+        answer variable ``answer_<chapter>_<k>``, as in the notebook; the checks get a function
+        that returns it, as the test cell's ``lambda: answer_<chapter>_<k>`` is.
+        """
+        if is_quiz(self.target):
+            namespace = dict(self.fn.__globals__)  # the names the notebook has (torch, ...)
+            exec("\n".join(self.body()), namespace)  # the answer cell's solution region
+            value = namespace[answer_name(self.target)]
+            return lambda: value
         ref = reference(self.target)
         if inspect.isclass(ref):
             return type(self.target, (ref,), {"forward": self.fn, "__doc__": self.fn.__doc__})
@@ -81,10 +91,27 @@ class Wrong:
         return "\n".join(lines[:start] + body + lines[end + 1 :])
 
 
+def is_quiz(target: str) -> bool:
+    """Is ``target`` a short conceptual question (grade_id ``quiz_<chapter>_<k>``)?"""
+    return target.startswith("quiz_")
+
+
+def answer_name(target: str) -> str:
+    """The variable that answers a question: ``quiz_9_1`` -> ``answer_9_1``."""
+    return "answer_" + target.removeprefix("quiz_")
+
+
 def reference(target: str):
-    """The reference implementation named ``target`` in the solutions package."""
+    """The reference implementation named ``target`` in the solutions package.
+
+    For a question (``quiz_9_1``), a function that returns the saved reference answer
+    (``answer_9_1``), the form in which a test cell passes it (``lambda: answer_9_1``).
+    """
     from solutions import SOURCES
 
+    if is_quiz(target):
+        value = reference(answer_name(target))
+        return lambda: value
     for module in SOURCES:
         obj = getattr(importlib.import_module(f"solutions.{module}"), target, None)
         if obj is not None:
