@@ -5,7 +5,15 @@ import functools
 import torch
 
 from checks._contract import invoke, on_meta
-from checks._core import CheckError, check, expect_tensor, random_lengths, shape_str
+from checks._core import (
+    CheckError,
+    check,
+    expect_choice,
+    expect_number,
+    expect_tensor,
+    random_lengths,
+    shape_str,
+)
 
 
 def get_mask(valid_lens_to_mask, valid_lens, num_queries, num_keys, shape):
@@ -76,3 +84,18 @@ def mask_contract(valid_lens_to_mask, device, *, seed, B, m, n):
 def mask_properties(valid_lens_to_mask, device):
     """Is valid_lens left unchanged (lengths beyond n too), and the mask made on its device, not the CPU?"""
     mask_contract(valid_lens_to_mask, device, seed=3, B=2, m=3, n=4)
+
+
+# ------------------------------------------------ Check your understanding: the form only
+
+
+@check("quiz_10_1")
+def quiz_10_1_form(answer, device):
+    """Is answer_10_1 a letter from a to d? (Any letter passes: test yours against the FLOP count and the timings of "Measured side by side".)"""
+    expect_choice(answer(), "abcd", "answer_10_1")
+
+
+@check("quiz_10_2")
+def quiz_10_2_form(answer, device):
+    """Is answer_10_2 a number? (Any number passes: the next cell prints the mask's shape and size; compare them with your prediction.)"""
+    expect_number(answer(), "answer_10_2")

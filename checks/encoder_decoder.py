@@ -12,6 +12,7 @@ from checks._core import (
     calling,
     check,
     expect_attached,
+    expect_choice,
     expect_close,
     expect_finite,
     expect_tensor,
@@ -270,3 +271,18 @@ def sample_float64_and_gradients(DecoderBlock, device):
         raise CheckError(
             "the gradient of enc_outputs is zero: the cross-attention ignores the encoder"
         )
+
+
+# ------------------------------------------------ Check your understanding: the form only
+
+
+@check("quiz_9_1")
+def quiz_9_1_form(answer, device):
+    """Is answer_9_1 a letter from a to d? (Any letter passes: test yours against the table under "Cross-attention" and the generation loop of DateTransformer.forward.)"""
+    expect_choice(answer(), "abcd", "answer_9_1")
+
+
+@check("quiz_9_2")
+def quiz_9_2_form(answer, device):
+    """Is answer_9_2 a letter from a to d? (Any letter passes: test yours against the table of the decoder's two masks.)"""
+    expect_choice(answer(), "abcd", "answer_9_2")

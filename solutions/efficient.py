@@ -1,4 +1,4 @@
-"""From the chapter "Efficient attention": valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
+"""From the chapter "Efficient attention": OperatorNames, operators, valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
 
 Generated from book/efficient_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save efficient`` cells of the notebook, then run ``make export``.
@@ -9,11 +9,31 @@ import time
 
 import torch
 from torch.nn import functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from solutions.additive import AdditiveAttention, check_qkv
 from solutions.dot_product import DotProductAttention
 from solutions.masking import check_lengths, masked_softmax
 from solutions.multihead import MultiHeadAttention
+
+
+class OperatorNames(TorchDispatchMode):
+    """Records the name of every operator that runs inside the ``with`` block."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def operators(fn):
+    """The operators that ``fn()`` dispatches, in the order of their first call."""
+    with OperatorNames() as recorder:
+        fn()
+    return list(dict.fromkeys(recorder.names))  # in order, without repeats
 
 
 def valid_lens_to_mask(valid_lens, num_queries, num_keys):
@@ -316,3 +336,20 @@ class ChunkedAdditiveAttention(AdditiveAttention):
             outputs.append(torch.bmm(self.dropout(attention), values))  # (B, c, v)
         self.attention_weights = torch.cat(weights, dim=1) if self.keep_weights else None
         return torch.cat(outputs, dim=1)  # (B, m, v)
+
+
+# Answer with one letter: "a", "b", "c" or "d".
+answer_10_1 = ...
+answer_10_1 = "b"
+# why: every score is still computed, once; what the kernel saves is writing the
+# (B, m, n) scores out and reading them back several times, the memory traffic that
+# kept the textbook layer far below the torch.mm rate. The online softmax is exact (to
+# rounding), and every variant ran in float32.
+
+
+# Answer with a number (an int or a float).
+answer_10_2 = ...
+answer_10_2 = 8 * 1024
+# why: the mask has shape (B, 1, 1, n) = (8, 1, 1, 1024): one boolean per sequence
+# and key. The heads and the queries are axes of size 1 that SDPA broadcasts, so the
+# mask does not grow with h or m, where a mask per score would hold 8 * 16 * 1024 * 1024.

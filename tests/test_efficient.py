@@ -21,6 +21,7 @@ from solutions.efficient import (
     FusedDotProductAttention,
     FusedMultiHeadAttention,
     additive_scores,
+    operators,
     valid_lens_to_mask,
 )
 from solutions.multihead import MultiHeadAttention
@@ -285,3 +286,18 @@ def test_benchmark_writes_json(tmp_path):
     assert bench.default_json_path("NVIDIA H100 80GB HBM3", "2026-01-02").name == (
         "nvidia-h100-80gb-hbm3-2026-01-02.json"
     )
+
+
+def test_operators_tells_the_math_path_from_the_fused_kernel():
+    """Does `operators` (the chapter's dispatch recorder) see bmm and softmax for 3-D inputs and
+    one flash kernel, without bmm, for 4-D ones, on the CPU?"""
+    q = torch.randn(2, 16, 8)
+    with torch.no_grad():
+        math_path = operators(lambda: F.scaled_dot_product_attention(q, q, q))
+        fused = operators(
+            lambda: F.scaled_dot_product_attention(q[:, None], q[:, None], q[:, None])
+        )
+    assert "bmm" in math_path and any("softmax" in name for name in math_path), math_path
+    assert not any("flash" in name for name in math_path), math_path
+    assert any("flash" in name for name in fused) and "bmm" not in fused, fused
+    assert len(set(math_path)) == len(math_path)  # in order, without repeats

@@ -1,5 +1,6 @@
 """Do the generated copies stay true to the notebooks: solutions/ and the book's reader edition?"""
 
+import ast
 import re
 import shutil
 
@@ -51,8 +52,13 @@ def test_reader_edition_shows_stub_then_hidden_solution(tmp_path):
         code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
         assert not any(nbs.SAVE_LINE.match(line) for line in code.splitlines())
         stubs = [c for c in nb.cells if "skip-execution" in c.metadata.get("tags", [])]
-        solutions = [c for c in nb.cells if "hide-input" in c.metadata.get("tags", [])]
-        assert stubs and len(stubs) == len(solutions)
+        # the solution cells keep their ids (long demo code is folded with hide-input as well)
+        exercises = {
+            c.id for c in nbs.read(path).cells if c.cell_type == "code" and nbs.is_solution(c)
+        }
+        solutions = [c for c in nb.cells if c.id in exercises]
+        assert stubs and len(stubs) == len(solutions) == len(exercises)
+        assert all("hide-input" in c.metadata.get("tags", []) for c in solutions)
         for stub in stubs:
             assert "raise NotImplementedError()" in stub.source
             # the ✓ outputs under a stub are the reference's: a note says so, then the solution
@@ -77,14 +83,32 @@ def test_student_edition_says_whose_outputs_follow_a_stub(tmp_path):
 
 
 def test_demo_cells_come_after_every_test_cell():
-    """Is every cell the grader skips (tag `demo`) a plain code cell after the chapter's tests?"""
+    """Is every cell the grader skips (tag `demo`) a plain code cell after the chapter's tests?
+
+    The short conceptual questions ("Check your understanding", before the summary) may come
+    after demo cells: their test cells read only the answer variable of their own question.
+    """
     for path in nbs.chapter_notebooks():
         cells = nbs.read(path).cells
-        last_test = max(i for i, c in enumerate(cells) if nbs.is_test(c))
+        last_test = max(i for i, c in enumerate(cells) if nbs.is_test(c) and not is_quiz_test(c))
         for i, cell in enumerate(cells):
             if nbs.DEMO_TAG in cell.metadata.get("tags", []):
                 assert i > last_test, f"{path.name}: demo cell {i} before test cell {last_test}"
                 assert cell.cell_type == "code" and not nbs.nbgrader_meta(cell), (path.name, i)
+
+
+def is_quiz_test(cell) -> bool:
+    """A test cell of a short question: it runs only ``quiz_*`` groups, on its answer variable."""
+    grade_id = nbs.nbgrader_meta(cell).get("grade_id", "")
+    if not (nbs.is_test(cell) and grade_id.startswith("hidden_quiz_")):
+        return False
+    answer = "answer_" + grade_id.removeprefix("hidden_quiz_").removesuffix("_key")
+    names = {
+        n.id
+        for n in ast.walk(ast.parse(nbs.without_markers(cell.source)))
+        if isinstance(n, ast.Name)
+    }
+    return names <= {"checks", answer}
 
 
 def test_the_slow_demos_are_tagged():

@@ -9,7 +9,16 @@ import math
 import torch
 import torch.nn.functional as F
 
-from checks._core import check, expect_close, random_lengths, random_tensor, softmax_list
+from checks._core import (
+    CheckError,
+    check,
+    expect_choice,
+    expect_close,
+    expect_number,
+    random_lengths,
+    random_tensor,
+    softmax_list,
+)
 from checks.efficient import expect_mask, get_mask, mask_contract
 
 CASES = [(1, 1, 1), (2, 3, 5), (4, 6, 4), (3, 1, 9), (5, 7, 16)]  # (B, m, n)
@@ -82,3 +91,40 @@ def works_in_the_fused_kernel(valid_lens_to_mask, device):
 def mask_properties_hidden(valid_lens_to_mask, device):
     """Is valid_lens left unchanged (lengths beyond n too), and the mask made on its device, not the CPU?"""
     mask_contract(valid_lens_to_mask, device, seed=13, B=4, m=5, n=6)
+
+
+# ------------------------------------------------ Check your understanding: the answers
+
+WHY_NOT_10_1 = {
+    "a": "storing the scores costs memory traffic, not arithmetic: the fused kernel does the same "
+    "4Bhmnd FLOPs of the two products, and computes every score once",
+    "c": "the online softmax is exact: the rescaling by exp(μ - μ') gives the same softmax, in "
+    "another order, so the outputs agree to rounding (the chapter compares them to 1e-6)",
+    "d": "the comparison in this chapter runs every variant in float32; the gain comes from not "
+    "writing and re-reading the (B, m, n) scores",
+}
+
+
+@check("quiz_10_1.key", hidden=True)
+def quiz_10_1_key(answer, device):
+    """Is the fused kernel faster for the reason the chapter measured?"""
+    choice = expect_choice(answer(), "abcd", "answer_10_1")
+    if choice != "b":
+        raise CheckError(f"answer_10_1 = {choice!r}: {WHY_NOT_10_1[choice]}")
+
+
+@check("quiz_10_2.key", hidden=True)
+def quiz_10_2_key(answer, device):
+    """Is the mask of one length per sequence counted right (B = 8, h = 16, m = n = 1024)?"""
+    got = expect_number(answer(), "answer_10_2")
+    B, h, m, n = 8, 16, 1024, 1024
+    # An independent construction: a (B, n) comparison, with the size-1 axes that let it
+    # broadcast against the (B, h, m, n) scores; the count is that of its elements.
+    lens = torch.randint(0, n + 1, (B,), generator=torch.Generator().manual_seed(0))
+    mask = (torch.arange(n) < lens[:, None])[:, None, None, :]  # (B, 1, 1, n)
+    assert torch.broadcast_shapes(mask.shape, (B, h, m, n)) == (B, h, m, n)
+    if got != mask.numel():
+        raise CheckError(
+            f"answer_10_2 = {got:g} is not the number of booleans in the mask: the mask keeps "
+            "an axis of size 1 wherever the lengths do not vary, and broadcasts over it"
+        )

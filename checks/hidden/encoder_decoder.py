@@ -8,8 +8,16 @@ valid encoder output does change the output).
 """
 
 import torch
+from torch import nn
 
-from checks._core import CheckError, check, expect_close, expect_unchanged, random_tensor
+from checks._core import (
+    CheckError,
+    check,
+    expect_choice,
+    expect_close,
+    expect_unchanged,
+    random_tensor,
+)
 from checks.encoder_decoder import (
     call,
     describe,
@@ -203,3 +211,45 @@ def float64_and_gradients(DecoderBlock, device):
                 atol=1e-9,
                 rtol=1e-7,
             )
+
+
+# ------------------------------------------------ Check your understanding: the answers
+
+QUIZ_9_1 = {"a": "B, h, S, P", "b": "B, h, P, S", "c": "B, h, P, P", "d": "B, h, 1, S"}
+
+
+@check("quiz_9_1.key", hidden=True)
+def quiz_9_1_key(answer, device):
+    """Is the shape of those cross-attention weights the one nn.MultiheadAttention gives?"""
+    choice = expect_choice(answer(), "abcd", "answer_9_1")
+    B, h, P, S, d = 2, 4, 5, 12, 8  # P: <bos> and the 4 characters generated so far
+    sizes = {"B": B, "h": h, "P": P, "S": S, "1": 1}
+    options = {k: tuple(sizes[a] for a in v.split(", ")) for k, v in QUIZ_9_1.items()}
+    with torch.random.fork_rng(devices=[]), torch.no_grad():  # the notebook's RNG untouched
+        attention = nn.MultiheadAttention(d, h, batch_first=True)
+        X, H = torch.randn(B, P, d), torch.randn(B, S, d)  # the decoder's prefix, the encoder's
+        _, weights = attention(X, H, H, need_weights=True, average_attn_weights=False)
+    if options[choice] != tuple(weights.shape):
+        raise CheckError(
+            f"answer_9_1 = {choice!r}, ({QUIZ_9_1[choice].replace('P', '5').replace('S', '12')}): "
+            "greedy decoding runs the decoder on the whole prefix, each prefix position is a "
+            "query, and each source token a key"
+        )
+
+
+WHY_NOT_9_2 = {
+    "a": "the whole source is known before decoding starts, so no target position can see "
+    "too much of it; causality is about the decoder's own inputs",
+    "b": "the causal mask belongs to the decoder's self-attention; over the source, which is "
+    "given in full, it would hide real source tokens from the early target positions",
+    "d": "the encoder's outputs at padded positions are vectors like any other (attention "
+    "mixes the valid tokens into them); only enc_valid_lens keeps the decoder off them",
+}
+
+
+@check("quiz_9_2.key", hidden=True)
+def quiz_9_2_key(answer, device):
+    """Is that the mask the decoder's cross-attention needs?"""
+    choice = expect_choice(answer(), "abcd", "answer_9_2")
+    if choice != "c":
+        raise CheckError(f"answer_9_2 = {choice!r}: {WHY_NOT_9_2[choice]}")

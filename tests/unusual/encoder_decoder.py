@@ -42,3 +42,30 @@ def decoder_with_sublayer_helper(self, X, enc_outputs, enc_valid_lens=None, tgt_
         X, lambda Y: self.cross_attention(Y, enc_outputs, enc_outputs, enc_valid_lens), self.norm2
     )
     return sublayer(X, self.ffn, self.norm3)
+
+
+# ------------------------------------------------ Check your understanding
+
+
+@unusual("quiz_9_1")
+def capital_letter():
+    """A capital letter: the form check lowers it."""
+    answer_9_1 = "B"  # noqa: F841
+
+
+@unusual("quiz_9_1")
+def letter_with_spaces():
+    """A letter with spaces around it."""
+    answer_9_1 = " b\n"  # noqa: F841
+
+
+@unusual("quiz_9_2")
+def capital_letter_9_2():
+    """A capital letter: the form check lowers it."""
+    answer_9_2 = "C"  # noqa: F841
+
+
+@unusual("quiz_9_2")
+def letter_with_spaces_9_2():
+    """A letter with spaces around it."""
+    answer_9_2 = "  c"  # noqa: F841

@@ -69,7 +69,7 @@ class Wrong:
         ``return "a"`` (pasted as that assignment): the checks get a function that returns it.
         """
         if is_quiz(self.target):
-            namespace: dict = {"torch": importlib.import_module("torch")}
+            namespace = dict(self.fn.__globals__)  # the names the notebook has (torch, ...)
             lines = [
                 re.sub(r"^return\b", f"{answer_name(self.target)} =", ln) for ln in self.body()
             ]

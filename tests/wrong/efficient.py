@@ -148,3 +148,42 @@ def mask_positions_on_the_cpu(valid_lens, num_queries, num_keys):
     if valid_lens.dim() == 1:
         return positions < valid_lens[:, None, None, None]
     return positions < valid_lens[:, None, :, None]
+
+
+# ------------------------------------------------ Check your understanding
+
+
+@wrong("quiz_10_1", {"quiz_10_1.key": "answer_10_1 = 'a': storing the scores costs memory traffic"})
+def fewer_flops():
+    """The fused kernel is thought to skip arithmetic, since it never stores the scores."""
+    answer_10_1 = "a"  # noqa: F841
+
+
+@wrong("quiz_10_1", {"quiz_10_1.key": "answer_10_1 = 'c': the online softmax is exact"})
+def approximate_softmax():
+    """The running maximum and sum are thought to approximate the softmax."""
+    answer_10_1 = "c"  # noqa: F841
+
+
+@wrong("quiz_10_1", {"quiz_10_1.key": "answer_10_1 = 'd': the comparison in this chapter"})
+def lower_precision():
+    """The speed is credited to a lower precision, which the chapter never uses."""
+    answer_10_1 = "d"  # noqa: F841
+
+
+@wrong("quiz_10_2", {"quiz_10_2.key": "answer_10_2 = 1.34218e+08 is not the number of booleans"})
+def one_boolean_per_score():
+    """B·h·m·n: a boolean for every score, as if the mask were materialised per head and query."""
+    answer_10_2 = 8 * 16 * 1024 * 1024  # noqa: F841
+
+
+@wrong("quiz_10_2", {"quiz_10_2.key": "answer_10_2 = 8.38861e+06 is not the number of booleans"})
+def one_boolean_per_query_and_key():
+    """B·m·n: the heads broadcast, but not the queries (that is the mask of lengths (B, m))."""
+    answer_10_2 = 8 * 1024 * 1024  # noqa: F841
+
+
+@wrong("quiz_10_2", {"quiz_10_2.key": "answer_10_2 = 131072 is not the number of booleans"})
+def one_boolean_per_head_and_key():
+    """B·h·n: the queries broadcast, but a copy of the mask per head."""
+    answer_10_2 = 8 * 16 * 1024  # noqa: F841

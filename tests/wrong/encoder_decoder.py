@@ -275,3 +275,42 @@ def writes_into_the_input(self, X, enc_outputs, enc_valid_lens=None, tgt_valid_l
         X = self.norm2(X + self.dropout(self.cross_attention(X, H, H, enc_valid_lens)))
         X = self.norm3(X + self.dropout(self.ffn(X)))
     return X
+
+
+# ------------------------------------------------ Check your understanding
+
+
+@wrong("quiz_9_1", {"quiz_9_1.key": "answer_9_1 = 'a', (B, h, 12, 5)"})
+def keys_as_rows():
+    """Rows and columns swapped: a row per source token, a column per prefix position."""
+    answer_9_1 = "a"  # noqa: F841
+
+
+@wrong("quiz_9_1", {"quiz_9_1.key": "answer_9_1 = 'c', (B, h, 5, 5)"})
+def square_like_self_attention():
+    """The weights of the decoder's self-attention, not of its cross-attention."""
+    answer_9_1 = "c"  # noqa: F841
+
+
+@wrong("quiz_9_1", {"quiz_9_1.key": "answer_9_1 = 'd', (B, h, 1, 12)"})
+def only_the_new_position():
+    """As with a KV cache: one query per step. The chapter's greedy loop reruns the prefix."""
+    answer_9_1 = "d"  # noqa: F841
+
+
+@wrong("quiz_9_2", {"quiz_9_2.key": "answer_9_2 = 'a': the whole source is known"})
+def causal_over_the_source():
+    """The decoder generates left to right, so every attention in it is thought causal."""
+    answer_9_2 = "a"  # noqa: F841
+
+
+@wrong("quiz_9_2", {"quiz_9_2.key": "answer_9_2 = 'b': the causal mask belongs to"})
+def causal_and_padding():
+    """Both masks of the decoder's self-attention, copied to the cross-attention."""
+    answer_9_2 = "b"  # noqa: F841
+
+
+@wrong("quiz_9_2", {"quiz_9_2.key": "answer_9_2 = 'd': the encoder's outputs at padded"})
+def no_mask_at_all():
+    """The encoder masked its padding, so its padded outputs are thought harmless."""
+    answer_9_2 = "d"  # noqa: F841
