@@ -100,9 +100,9 @@ def test_demo_cells_come_after_every_test_cell():
 def is_quiz_test(cell) -> bool:
     """A test cell of a short question: it runs only ``quiz_*`` groups, on its answer variable."""
     grade_id = nbs.nbgrader_meta(cell).get("grade_id", "")
-    if not (nbs.is_test(cell) and grade_id.startswith("hidden_quiz_")):
+    if not (nbs.is_test(cell) and grade_id.startswith("test_quiz_")):
         return False
-    answer = "answer_" + grade_id.removeprefix("hidden_quiz_").removesuffix("_key")
+    answer = "answer_" + grade_id.removeprefix("test_quiz_")
     names = {
         n.id
         for n in ast.walk(ast.parse(nbs.without_markers(cell.source)))
