@@ -18,251 +18,39 @@ adds what a large class needs and nbgrader lacks:
 - **problems**: a submission that cannot be graded (empty, invalid JSON, timed out,
   killed kernel, ...) gets zero on every test cell and a line in ``problems.csv``
   saying why, while the rest of the batch goes on.
+
+Its parts: collecting and unpacking submissions (:mod:`autograder.collect`), job folders
+and what comes back from them (:mod:`autograder.jobs`), the sandbox
+(:mod:`autograder.sandbox`), the worker processes (:mod:`autograder.pool`,
+:mod:`autograder.worker`) and the gradebook merge (:mod:`autograder.ledger`).
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import os
 import queue
 import re
-import resource
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
-import nbformat
-
 from autograder.collect import Submission, collect, prepare  # noqa: F401  (moved; re-exported)
-
-WORKER = Path(__file__).resolve().parent / "worker.py"
-
-
-# ---------------------------------------------------------------- workers
-
-
-def _limits(memory_mb: int):
-    def apply():
-        limit = memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply
-
-
-class Worker:
-    def __init__(self, index: int, memory_mb: int, log_dir: Path, replies: queue.Queue):
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "PGPASSWORD", "PGPASSFILE")
-        }
-        env["MPLBACKEND"] = "agg"
-        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-        env["PYTHONUNBUFFERED"] = "1"
-        # One thread per kernel, always: PyTorch's OpenMP threads spin while they wait, so on
-        # a busy machine two threads ran a small training loop 15-30 times slower than one,
-        # and the spinning would count against the notebook's CPU-time limits. Parallelism
-        # comes from --jobs.
-        env["OMP_NUM_THREADS"] = "1"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self.log = open(log_dir / f"worker-{index}.log", "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            env=env,
-            text=True,
-            start_new_session=True,
-            preexec_fn=_limits(memory_mb),
-        )
-        self.index = index
-        self.job: dict | None = None
-        self.started = 0.0
-        self.replies = replies
-        self.ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if "ready" in msg:
-                self.ready.set()
-            else:
-                self.replies.put((self, msg))
-        self.replies.put((self, None))  # the worker ended
-
-    def send(self, job: dict) -> None:
-        self.job, self.started = job, time.monotonic()
-        self.proc.stdin.write(json.dumps(job) + "\n")
-        self.proc.stdin.flush()
-
-    def kill(self) -> None:
-        """Kill the worker and every kernel it started."""
-        import psutil
-
-        try:
-            parent = psutil.Process(self.proc.pid)
-            procs = parent.children(recursive=True) + [parent]
-        except psutil.NoSuchProcess:
-            procs = []
-        for p in procs:
-            try:
-                p.kill()
-            except psutil.NoSuchProcess:
-                pass
-        self.proc.wait()
-        self.log.close()
-
-    def close_input(self) -> None:
-        """Tell the worker there is no more work; it exits after its current job."""
-        try:
-            self.proc.stdin.close()
-        except OSError:
-            pass
-
-    def stop(self) -> None:
-        try:
-            self.close_input()
-            self.proc.wait(timeout=30)
-        except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
-            self.kill()
-        self.log.close()
-
-
-# ---------------------------------------------------------------- the gradebook
-
-
-def _graded_table():
-    from sqlalchemy import Column, MetaData, String, Table
-
-    meta = MetaData()
-    table = Table(
-        "attention_graded",
-        meta,
-        Column("student", String(128), primary_key=True),
-        Column("assignment", String(128), primary_key=True),
-        Column("sha256", String(64), nullable=False),
-        Column("outcome", String(1000), nullable=False),
-        Column("graded_at", String(40), nullable=False),
-    )
-    return meta, table
-
-
-class Ledger:
-    """The real gradebook, written only by this process; and the record of what is graded."""
-
-    def __init__(self, db_url: str, course_id: str):
-        from nbgrader.api import Gradebook
-
-        from autograder.course import venv_on_path
-
-        venv_on_path()
-
-        self.gb = Gradebook(db_url, course_id=course_id)
-        self.meta, self.table = _graded_table()
-        self.meta.create_all(self.gb.engine)
-
-    def close(self):
-        self.gb.close()
-
-    def graded(self) -> dict[tuple[str, str], str]:
-        rows = self.gb.db.execute(self.table.select()).all()
-        return {(r.student, r.assignment): r.sha256 for r in rows}
-
-    def outcomes(self) -> dict[tuple[str, str], str]:
-        rows = self.gb.db.execute(self.table.select()).all()
-        return {(r.student, r.assignment): r.outcome for r in rows}
-
-    def record(self, sub: Submission, scores, outcome: str) -> None:
-        """Replace the student's submission with ``scores`` and mark it graded, in one commit.
-
-        ``scores`` maps notebook -> (grades, comments) as read from a job's gradebook, or
-        is None for a problem submission: zero on every grade cell. Manual scores a
-        grader already gave are kept.
-        """
-        import warnings
-
-        from sqlalchemy.exc import SAWarning
-
-        with warnings.catch_warnings():
-            # nbgrader's add_submission trips SQLAlchemy's autoflush warnings; they are benign.
-            warnings.simplefilter("ignore", SAWarning)
-            self._record(sub, scores, outcome)
-
-    def _record(self, sub: Submission, scores, outcome: str) -> None:
-        from nbgrader.api import MissingEntry
-
-        gb, chapter = self.gb, sub.chapter
-        gb.update_or_create_student(sub.student)
-        manual = {}
-        try:
-            old = gb.find_submission(chapter, sub.student)
-            for nb in old.notebooks:
-                for g in nb.grades:
-                    if g.manual_score is not None:
-                        manual[(nb.name, g.name)] = g.manual_score
-            gb.remove_submission(chapter, sub.student)
-        except MissingEntry:
-            pass
-        kwargs = {"timestamp": sub.timestamp} if sub.timestamp else {}
-        try:
-            new = gb.add_submission(chapter, sub.student, **kwargs)
-        except Exception:  # an unparseable timestamp: keep the grade, drop the time
-            gb.db.rollback()
-            new = gb.add_submission(chapter, sub.student)
-        for nb in new.notebooks:
-            grades, comments = (scores or {}).get(nb.name, ({}, {}))
-            for g in nb.grades:
-                if scores is None:
-                    g.auto_score, g.needs_manual_grade = 0.0, False
-                else:
-                    g.auto_score, g.needs_manual_grade = grades.get(g.name, (0.0, False))
-                if (nb.name, g.name) in manual:
-                    g.manual_score = manual[(nb.name, g.name)]
-                    g.needs_manual_grade = True
-            for c in nb.comments:
-                c.auto_comment = outcome if scores is None else comments.get(c.name)
-        key = {"student": sub.student, "assignment": chapter}
-        gb.db.execute(
-            self.table.delete().where(
-                (self.table.c.student == sub.student) & (self.table.c.assignment == chapter)
-            )
-        )
-        gb.db.execute(
-            self.table.insert().values(
-                **key,
-                sha256=sub.sha256,
-                outcome=outcome[:1000],
-                graded_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            )
-        )
-        gb.db.commit()
-
-
-def read_job_scores(job_root: Path, chapter: str, student: str):
-    """Scores and comments of a finished job, from its private gradebook."""
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{job_root / 'gradebook.db'}") as gb:
-        sub = gb.find_submission(chapter, student)
-        scores = {}
-        for nb in sub.notebooks:
-            grades = {g.name: (g.auto_score, g.needs_manual_grade) for g in nb.grades}
-            comments = {c.name: c.auto_comment for c in nb.comments}
-            scores[nb.name] = (grades, comments)
-        return scores
-
+from autograder.jobs import (  # noqa: F401  (re-exported)
+    COPY_BACK_MAX_BYTES,
+    _job_root,
+    _listing,
+    copy_back,
+    keep_student_outputs,
+    restore,
+    sanitized,
+    snapshot,
+)
+from autograder.ledger import Ledger, read_job_scores
+from autograder.pool import Worker
 
 # ---------------------------------------------------------------- the run
 
@@ -296,137 +84,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
-
-
-def sanitized(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """Make a notebook safe for nbgrader without changing what it computes.
-
-    A cell pasted twice (JupyterLab copies the nbgrader metadata) makes nbgrader 0.9.6
-    fail the whole notebook (upstream #1083: DeduplicateIds leaves an empty
-    ``nbgrader`` dict that OverwriteCells then reads). Keep the metadata on the last
-    copy, the one whose code defines the answer, and make earlier copies plain cells.
-    """
-    seen = set()
-    for cell in reversed(nb.cells):
-        meta = cell.get("metadata", {}).get("nbgrader")
-        if meta is None:
-            continue
-        grade_id = meta.get("grade_id")
-        if not grade_id or grade_id in seen:
-            del cell.metadata["nbgrader"]
-        else:
-            seen.add(grade_id)
-    return nb
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder``, read into memory: the jobs' source, safe from any submission."""
-    return {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
-    }
-
-
-def restore(folder: Path, files: dict[str, bytes]) -> list[str]:
-    """Put ``folder`` back as ``files`` says; return what had been changed, added or removed."""
-    changed = []
-    present = {
-        str(p.relative_to(folder))
-        for p in folder.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
-    }
-    for rel in sorted(present - set(files)):
-        (folder / rel).unlink()
-        changed.append(f"source/{folder.name}/{rel} (added)")
-    for rel, data in files.items():
-        path = folder / rel
-        if not path.exists() or path.read_bytes() != data:
-            changed.append(f"source/{folder.name}/{rel}")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-    return changed
-
-
-def _listing(root: Path) -> dict[str, float]:
-    """Files of the course folder that grading itself does not write, with their mtimes."""
-    skip = {".grading", "autograded", "submitted", "source"}
-    out = {}
-    for p in root.rglob("*"):
-        rel = p.relative_to(root)
-        if rel.parts[0] in skip or rel.name.startswith("gradebook.db") or not p.is_file():
-            continue
-        out[str(rel)] = p.stat().st_mtime
-    return out
-
-
-def _job_root(
-    course_root: Path, sources: dict, template: Path, sub: Submission, index: int
-) -> Path:
-    root = course_root / ".grading" / "jobs" / f"{index:05d}-{sub.student}"
-    if root.exists():
-        shutil.rmtree(root)
-    for rel, data in sources[sub.chapter].items():
-        if rel.startswith(HIDDEN_CHECKS):  # the grader runs its own; never in a student's folder
-            continue
-        path = root / "source" / sub.chapter / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    shutil.copyfile(template, root / "gradebook.db")
-    dest = root / "submitted" / sub.student / sub.chapter
-    dest.mkdir(parents=True)
-    nbformat.write(sanitized(nbformat.read(sub.path, as_version=4)), dest / f"{sub.chapter}.ipynb")
-    if sub.timestamp:
-        (dest / "timestamp.txt").write_text(sub.timestamp)
-    return root
-
-
-HIDDEN_CHECKS = "checks/hidden/"
-COPY_BACK = ("*.ipynb", "timestamp.txt")
-COPY_BACK_MAX_BYTES = 20 * 2**20
-
-
-def keep_student_outputs(root: Path, course_root: Path, sub: Submission) -> None:
-    """Keep what the submission printed at grading, for the instructor only.
-
-    Feedback never shows it (``DropStudentOutputs``); ``.grading/outputs/<student>/<chapter>.ipynb``
-    is where an instructor looks when a notebook crashed. The file was written by the worker,
-    outside the sandbox, with every output capped.
-    """
-    from autograder.worker import STUDENT_OUTPUTS
-
-    src = root / STUDENT_OUTPUTS
-    if src.is_file() and not src.is_symlink() and src.stat().st_size <= COPY_BACK_MAX_BYTES:
-        dest = course_root / ".grading" / "outputs" / sub.student / f"{sub.chapter}.ipynb"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dest)
-
-
-def copy_back(src: Path, dest: Path) -> list[str]:
-    """Copy what the course keeps of a job's folder: its notebook (and timestamp), nothing else.
-
-    Only regular files directly in ``src`` that match :data:`COPY_BACK` and are at most
-    :data:`COPY_BACK_MAX_BYTES` are copied. A symlink, a FIFO, a device, a socket or a huge
-    file that a submission left in its folder is never opened. Returns what was skipped.
-    """
-    import stat
-
-    skipped = []
-    dest.mkdir(parents=True, exist_ok=True)
-    if not src.is_dir() or src.is_symlink():
-        return skipped
-    for entry in os.scandir(src):
-        info = entry.stat(follow_symlinks=False)
-        wanted = any(Path(entry.name).match(p) for p in COPY_BACK)
-        if not wanted:
-            continue
-        if not stat.S_ISREG(info.st_mode) or info.st_size > COPY_BACK_MAX_BYTES:
-            skipped.append(entry.name)
-            continue
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as f:
-            (dest / entry.name).write_bytes(f.read(COPY_BACK_MAX_BYTES + 1)[:COPY_BACK_MAX_BYTES])
-    return skipped
 
 
 def _outcome_of(reply: dict) -> str:
