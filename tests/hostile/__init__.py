@@ -447,8 +447,10 @@ def leaks_the_hidden_checks():
         ATTACK
         + "for root in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents, pathlib.Path('/tmp')]:\n"
         "    for path in list(root.glob('checks/hidden/*.py')) + list(root.glob('*/masking/masking.ipynb')):\n"
-        "        print('ATTACK SUCCEEDED: read', path)\n"
-        "        print(path.read_text())\n"
+        "        text = path.read_text()\n"
+        "        if 'hidden' in path.parts or 'BEGIN HIDDEN TESTS' in text or 'BEGIN SOLUTION' in text:\n"
+        "            print('ATTACK SUCCEEDED: read', path)\n"
+        "            print(text)\n"
     )
     return _append(nb, "masked_softmax", leak)
 
