@@ -1,4 +1,4 @@
-"""Unusual but correct answers to the scoring-function exercises (chapters 3 to 5)."""
+"""Unusual but correct answers to the scoring-function exercises (chapters 3 and 4; chapter 5's are in ``bilinear.py``)."""
 
 import math
 
@@ -44,22 +44,6 @@ def dot_with_matmul_and_rsqrt(self, queries, keys, values, valid_lens=None):
     scores = (queries @ keys.mT) * queries.shape[-1] ** -0.5
     self.attention_weights = masked_softmax(scores, valid_lens)
     return self.dropout(self.attention_weights) @ values
-
-
-@unusual("BilinearAttention")
-def bilinear_keys_first(self, queries, keys, values, valid_lens=None):
-    """W k first, (B, n, d_q), then the dot products with the queries."""
-    scores = queries @ (keys @ self.W.T).transpose(1, 2)
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@unusual("BilinearAttention")
-def bilinear_one_einsum(self, queries, keys, values, valid_lens=None):
-    """qᵀ W k in one einsum."""
-    scores = torch.einsum("bmi,ij,bnj->bmn", queries, self.W, keys)
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.einsum("bmn,bnv->bmv", self.dropout(self.attention_weights), values)
 
 
 @unusual("sum_scores")

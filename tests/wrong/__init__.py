@@ -57,7 +57,15 @@ class Wrong:
         return [cell_for(g) for g in self.groups]
 
     def implementation(self):
-        """What the checks run: the function, or a subclass of the reference with this forward."""
+        """What the checks run: the function, or a subclass of the reference with this forward.
+
+        For a short question (target ``quiz_<c>_<i>``) the body sets ``answer_<c>_<i>``, as the
+        student's cell does; the checks get ``lambda: answer_<c>_<i>``, as the test cell passes it.
+        """
+        if is_question(self.target):
+            namespace = {}
+            exec("\n".join(self.body()), namespace)  # a cell of assignments, written here
+            return lambda: namespace[answer_name(self.target)]
         ref = reference(self.target)
         if inspect.isclass(ref):
             return type(self.target, (ref,), {"forward": self.fn, "__doc__": self.fn.__doc__})
@@ -81,10 +89,27 @@ class Wrong:
         return "\n".join(lines[:start] + body + lines[end + 1 :])
 
 
+def is_question(target: str) -> bool:
+    """Is ``target`` a short conceptual question (``quiz_5_1``), whose answer is a value?"""
+    return target.startswith("quiz_")
+
+
+def answer_name(target: str) -> str:
+    """The variable that answers a question: ``quiz_5_1`` -> ``answer_5_1``."""
+    return "answer_" + target.removeprefix("quiz_")
+
+
 def reference(target: str):
-    """The reference implementation named ``target`` in the solutions package."""
+    """The reference implementation named ``target`` in the solutions package.
+
+    For a question (``quiz_5_1``), ``lambda: answer_5_1`` with the reference answer, the form
+    in which a test cell passes it to its checks.
+    """
     from solutions import SOURCES
 
+    if is_question(target):
+        value = reference(answer_name(target))
+        return lambda: value
     for module in SOURCES:
         obj = getattr(importlib.import_module(f"solutions.{module}"), target, None)
         if obj is not None:
