@@ -148,13 +148,18 @@ def quiz_5_1_form(answer, device):
 @check("quiz_5_2")
 def quiz_5_2_form(answer, device):
     """Is answer_5_2 a whole number of at least 1?"""
-    value = expect_number(answer(), "answer_5_2")
+    how = (
+        "To check your prediction, count the parameters of LowRankBilinearAttention(64, 64, r, "
+        "0.0) for a few r (the cell after this check counts them) and compare with "
+        "BilinearAttention(64, 64, 0.0)."
+    )
+    try:
+        value = expect_number(answer(), "answer_5_2")
+    except CheckError as err:
+        raise CheckError(f"{err}. {how}") from None
     if value != int(value) or value < 1:
         raise CheckError(
-            f"answer_5_2 should be a rank, a whole number of at least 1, got {value:g}. To check "
-            "your prediction, count the parameters of LowRankBilinearAttention(64, 64, r, 0.0) "
-            "for a few r (the cell after this check counts them) and compare with "
-            "BilinearAttention(64, 64, 0.0)."
+            f"answer_5_2 should be a rank, a whole number of at least 1, got {value:g}. {how}"
         )
 
 
