@@ -1,4 +1,4 @@
-"""Visible checks for the scoring-function chapters: additive, scaled dot-product, bilinear."""
+"""Visible checks for the scoring-function chapters: additive attention and the scores of chapter 4."""
 
 import torch
 
@@ -20,7 +20,6 @@ from checks._core import (
     random_lengths,
     random_tensor,
     shape_str,
-    softmax_list,
 )
 
 
@@ -194,45 +193,6 @@ def additive_different_sizes(AdditiveAttention, device):
     )
 
 
-@check("BilinearAttention")
-def bilinear_shapes(BilinearAttention, device):
-    """Do queries of size 3 and keys of size 5 work, with W of shape (3, 5) and rows summing to 1?"""
-    gen = torch.Generator().manual_seed(3)
-    q, k, v = (torch.randn(*s, generator=gen).to(device) for s in [(2, 4, 3), (2, 6, 5), (2, 6, 7)])
-    attention = build(BilinearAttention, 3, 5, 0.0, device=device)
-    expect_tensor(attention.W, "W", shape=(3, 5))
-    _, weights = attend(attention, q, k, v, torch.tensor([6, 2], device=device))
-    expect_close(
-        weights.sum(-1),
-        torch.ones(2, 4, device=device),
-        "row sums of the weights",
-        labels=("batch",),
-    )
-    expect_close(
-        weights[1, :, 2:],
-        torch.zeros(4, 4, device=device),
-        "weights of padded keys",
-        labels=("query",),
-    )
-
-
-@check("BilinearAttention")
-def bilinear_small_example(BilinearAttention, device):
-    """Is the score qᵀ W k? (q = (1, 2), W = [[1, 0, 1], [0, 1, 0]], keys e₁, e₂, e₃ score 1, 2, 1)"""
-    attention = build(BilinearAttention, 2, 3, 0.0, device=device)
-    with torch.no_grad():
-        attention.W.copy_(torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]))
-    queries = torch.tensor([[[1.0, 2.0]]], device=device)
-    keys = torch.eye(3, device=device)[None]
-    _, weights = attend(attention, queries, keys, keys)
-    expect_close(
-        weights,
-        torch.tensor([[softmax_list([1.0, 2.0, 1.0])]], device=device),
-        "attention_weights",
-        labels=("batch", "query"),
-    )
-
-
 @check("sum_scores")
 def sum_scores_small_example(sum_scores, device):
     """Is score(q, k) = wᵀq + wᵀk, with shape (B, m, n)?"""
@@ -330,29 +290,6 @@ def additive_dropout_half(AdditiveAttention, device):
     """With dropout=0.5 in training, is a fraction ≈ 0.5 of the weights zeroed and the rest doubled, once?"""
     dropout_contract(
         lambda dev, p: build(AdditiveAttention, 4, 4, 6, p, seed=12, device=dev), device, seed=12
-    )
-
-
-@check("BilinearAttention")
-def bilinear_contract(BilinearAttention, device):
-    """float64 in and out, gradients to W and every input, inputs unchanged, no tensor made on the CPU?"""
-    module_contract(
-        lambda dev: build(BilinearAttention, 3, 4, 0.0, seed=15, device=dev),
-        device,
-        seed=15,
-        B=2,
-        m=3,
-        n=4,
-        dq=3,
-        dk=4,
-    )
-
-
-@check("BilinearAttention")
-def bilinear_dropout_half(BilinearAttention, device):
-    """With dropout=0.5 in training, is a fraction ≈ 0.5 of the weights zeroed and the rest doubled, once?"""
-    dropout_contract(
-        lambda dev, p: build(BilinearAttention, 4, 4, p, seed=16, device=dev), device, seed=16
     )
 
 

@@ -11,7 +11,7 @@ Modules, each with the chapter it comes from:
 - ``solutions.textbook``: From the chapter "Masking": textbook_sequence_mask, textbook_masked_softmax.
 - ``solutions.additive``: From the chapter "Additive attention": check_qkv, AdditiveAttention, peak_tensor_memory, additive_scores_chunked.
 - ``solutions.dot_product``: From the chapter "Scaled dot-product attention": DotProductAttention, CosineAttention, sum_scores, distance_scores.
-- ``solutions.bilinear``: From the chapter "Bilinear attention": BilinearAttention.
+- ``solutions.bilinear``: From the chapter "Bilinear attention": BilinearAttention, LowRankBilinearAttention.
 - ``solutions.self_attention``: From the chapter "Self-attention and positional encoding": check_sequence, SelfAttention, RelativeSelfAttention, positional_encoding, PositionalEncoding.
 - ``solutions.multihead``: From the chapter "Causal and multi-head attention": causal_valid_lens, check_heads, transpose_qkv, transpose_output, MultiHeadAttention.
 - ``solutions.transformer``: From the chapter "The transformer block": PositionWiseFFN, TransformerBlock.

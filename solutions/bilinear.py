@@ -1,4 +1,4 @@
-"""From the chapter "Bilinear attention": BilinearAttention.
+"""From the chapter "Bilinear attention": BilinearAttention, LowRankBilinearAttention.
 
 Generated from book/bilinear_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save bilinear`` cells of the notebook, then run ``make export``.
@@ -40,3 +40,56 @@ class BilinearAttention(nn.Module):
         self.attention_weights = masked_softmax(scores, valid_lens)
         # (B, m, n) @ (B, n, v) -> (B, m, v)
         return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+class LowRankBilinearAttention(nn.Module):
+    """Bilinear attention with a rank-r W = W_qᵀ W_k, stored as its two factors.
+
+    The score is a(q, k) = qᵀ W_qᵀ W_k k = (W_q q)ᵀ (W_k k), unscaled, computed without
+    forming the (d_q, d_k) matrix W.
+
+    Args:
+        query_size: size d_q of each query.
+        key_size: size d_k of each key.
+        rank: size r of the space where queries and keys are compared.
+        dropout: dropout probability applied to the attention weights.
+
+    Shape:
+        - queries: (B, m, d_q)
+        - keys: (B, n, d_k)
+        - values: (B, n, v)
+        - valid_lens: None, (B,) or (B, m)
+        - output: (B, m, v); ``attention_weights``: (B, m, n)
+        - ``W_q.weight``: (r, d_q); ``W_k.weight``: (r, d_k)
+    """
+
+    def __init__(self, query_size, key_size, rank, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.W_q = nn.Linear(query_size, rank, bias=False)
+        self.W_k = nn.Linear(key_size, rank, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values)
+        # (B, m, d_q) -> (B, m, r) and (B, n, d_k) -> (B, n, r): W is never formed
+        queries, keys = self.W_q(queries), self.W_k(keys)
+        # (B, m, r) @ (B, r, n) -> (B, m, n)
+        scores = torch.bmm(queries, keys.transpose(1, 2))
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        # (B, m, n) @ (B, n, v) -> (B, m, v)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+# Answer with one letter: "a", "b", "c" or "d".
+answer_5_1 = ...
+answer_5_1 = "b"  # why: softmax ignores a constant added to a row, not a factor: 10 I is dot-product attention at temperature 1/10, the opposite of dividing by √d.
+
+
+# Answer with a whole number: the rank r.
+answer_5_2 = ...
+answer_5_2 = 32  # why: the factors hold r(d_q + d_k) = 128 r numbers and W holds 64 · 64 = 4096: equal at r = 32, half the size. Above it the factors cost more and express nothing new.
+
+
+# Answer with one letter: "a", "b", "c" or "d".
+answer_5_3 = ...
+answer_5_3 = "b"  # why: W_qᵀ W_k has rank at most r, and a 3 × 5 matrix has rank at most 3; with r = 3, W_q = I and W_k = W give back any W.

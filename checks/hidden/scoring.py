@@ -1,13 +1,12 @@
 """Hidden checks for the scoring-function chapters.
 
 References: explicit loops over batch, queries and keys (in float64, from the
-module's own parameters), PyTorch's scaled_dot_product_attention, and
-algebraic identities (bilinear with W = I is dot-product attention; with
-W = AᵀB it is dot-product attention after two projections).
+module's own parameters) and PyTorch's scaled_dot_product_attention. The hidden checks
+of Exercises 4.1 and 5.1 are in ``checks/hidden/dot_product.py`` and
+``checks/hidden/bilinear.py``.
 """
 
 import torch
-import torch.nn.functional as F
 
 from checks._contract import largest_intermediate
 from checks._core import (
@@ -128,61 +127,6 @@ def additive_dropout(AdditiveAttention, device):
     check_dropout(module, q, k, v, torch.tensor([5, 2], device=device))
 
 
-# ----------------------------------------------------------------- bilinear
-
-
-@check("BilinearAttention.values", hidden=True)
-def bilinear_matches_a_loop(BilinearAttention, device):
-    """Does qᵀ W k match an explicit loop, for queries and keys of different sizes?"""
-    module = build(BilinearAttention, 3, 5, 0.0, seed=6, device=device)
-    W = module.W.detach().double().cpu()
-    compare_with_loop(module, lambda q, k: (q @ W @ k).item(), dq=3, dk=5, device=device)
-
-
-@check("BilinearAttention.identities", hidden=True)
-def bilinear_identities(BilinearAttention, device):
-    """With W = I is it unscaled dot-product attention, and with W = AᵀB dot products of projections?"""
-    q, k, v = (random_tensor(2, s, 6, seed=s, device=device) for s in (4, 7, 7))
-    lens = torch.tensor([[7, 1, 0, 3], [2, 2, 7, 5]], device=device)
-    mask = torch.arange(7, device=device) < lens[..., None]
-    module = build(BilinearAttention, 6, 6, 0.0, device=device)
-    with torch.no_grad():
-        module.W.copy_(torch.eye(6))
-    out, _ = attend(module, q, k, v, lens)
-    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0)
-    expect_close(
-        out,
-        expected,
-        "the output with W = I against unscaled dot-product attention",
-        labels=("batch", "query"),
-    )
-    A, B = random_tensor(2, 6, seed=8, device=device), random_tensor(2, 6, seed=9, device=device)
-    with torch.no_grad():
-        module.W.copy_(A.T @ B)
-    out, _ = attend(module, q, k, v, lens)
-    expected = F.scaled_dot_product_attention(q @ A.T, k @ B.T, v, attn_mask=mask, scale=1.0)
-    expect_close(
-        out,
-        expected,
-        "the output with W = AᵀB against dot products of Aq and Bk",
-        labels=("batch", "query"),
-        atol=1e-4,
-    )
-
-
-@check("BilinearAttention.dropout", hidden=True)
-def bilinear_dropout(BilinearAttention, device):
-    """Is dropout applied to the weights in training only, with attention_weights kept before it?"""
-    q, k, v = (random_tensor(2, s, 4, seed=s, device=device) for s in (3, 5, 5))
-    check_dropout(
-        build(BilinearAttention, 4, 4, 1.0, device=device),
-        q,
-        k,
-        v,
-        torch.tensor([5, 2], device=device),
-    )
-
-
 # ----------------------------------------------------------------- the exercises on scores
 
 
@@ -294,44 +238,6 @@ def additive_dropout_statistics(AdditiveAttention, device):
         lambda dev, p: build(AdditiveAttention, 5, 3, 6, p, seed=22, device=dev),
         device,
         seed=22,
-        B=6,
-        m=7,
-        n=9,
-        dq=3,
-        dk=5,
-        p=0.3,
-    )
-
-
-def bilinear_score(module):
-    W = module.W.detach().double().cpu()
-    return lambda q, k: (q @ W @ k).item()
-
-
-@check("BilinearAttention.values", hidden=True)
-def bilinear_contract_hidden(BilinearAttention, device):
-    """float64 in and out (equal to a float64 loop), gradients to W and every input, inputs unchanged, no tensor made on the CPU?"""
-    module_contract(
-        lambda dev: build(BilinearAttention, 4, 6, 0.0, seed=25, device=dev),
-        device,
-        seed=25,
-        B=3,
-        m=5,
-        n=3,
-        dq=4,
-        dk=6,
-        dv=2,
-        reference=loop_reference(bilinear_score),
-    )
-
-
-@check("BilinearAttention.dropout", hidden=True)
-def bilinear_dropout_statistics(BilinearAttention, device):
-    """With dropout=0.3 in training, is a fraction ≈ 0.3 of the weights zeroed and the rest divided by 0.7, once?"""
-    dropout_contract(
-        lambda dev, p: build(BilinearAttention, 3, 5, p, seed=26, device=dev),
-        device,
-        seed=26,
         B=6,
         m=7,
         n=9,

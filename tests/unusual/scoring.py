@@ -28,22 +28,6 @@ def additive_loop_over_queries(self, queries, keys, values, valid_lens=None):
     return self.dropout(self.attention_weights) @ values
 
 
-@unusual("BilinearAttention")
-def bilinear_keys_first(self, queries, keys, values, valid_lens=None):
-    """W k first, (B, n, d_q), then the dot products with the queries."""
-    scores = queries @ (keys @ self.W.T).transpose(1, 2)
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@unusual("BilinearAttention")
-def bilinear_one_einsum(self, queries, keys, values, valid_lens=None):
-    """qᵀ W k in one einsum."""
-    scores = torch.einsum("bmi,ij,bnj->bmn", queries, self.W, keys)
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.einsum("bmn,bnv->bmv", self.dropout(self.attention_weights), values)
-
-
 @unusual("sum_scores")
 def sum_scores_with_einsum(queries, keys, w):
     """Two einsums and broadcasting with unsqueeze."""

@@ -4,8 +4,6 @@ For the attention modules each wrong answer is a ``forward``; the checks run it
 on a subclass of the reference, so ``__init__`` (the parameters) is the given one.
 """
 
-import math
-
 import torch
 
 from solutions.masking import masked_softmax
@@ -95,100 +93,6 @@ def additive_stores_dropped_weights(self, queries, keys, values, valid_lens=None
         masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
     )
     return torch.bmm(self.attention_weights, values)
-
-
-# ----------------------------------------------------------------- BilinearAttention
-
-
-@wrong(
-    "BilinearAttention",
-    {
-        "BilinearAttention": "the forward on queries (2, 4, 3), keys (2, 6, 5), values (2, 6, 7), valid_lens [6, 2] raised RuntimeError",
-        "BilinearAttention.values": "the forward on queries (1, 1, 3), keys (1, 1, 5), values (1, 1, 3), valid_lens None raised RuntimeError",
-        "BilinearAttention.identities": "the output with W = AᵀB against dot products of Aq and Bk: row batch=0, query=0 is wrong",
-    },
-)
-def forgot_W(self, queries, keys, values, valid_lens=None):
-    """A plain dot product: fails as soon as d_q ≠ d_k."""
-    self.attention_weights = masked_softmax(torch.bmm(queries, keys.transpose(1, 2)), valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "BilinearAttention",
-    {
-        "BilinearAttention": "the forward on queries (2, 4, 3), keys (2, 6, 5), values (2, 6, 7), valid_lens [6, 2] raised RuntimeError",
-        "BilinearAttention.values": "the forward on queries (1, 1, 3), keys (1, 1, 5), values (1, 1, 3), valid_lens None raised RuntimeError",
-        "BilinearAttention.identities": "the output with W = AᵀB against dot products of Aq and Bk: row batch=0, query=0 is wrong",
-    },
-)
-def W_transposed(self, queries, keys, values, valid_lens=None):
-    """qᵀ Wᵀ k: fails for d_q ≠ d_k, and is the wrong score when they are equal."""
-    scores = torch.bmm(queries @ self.W.T, keys.transpose(1, 2))
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "BilinearAttention",
-    {
-        "BilinearAttention": "attention_weights: row batch=0, query=0 is wrong",
-        "BilinearAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong",
-    },
-)
-def bilinear_scaled(self, queries, keys, values, valid_lens=None):
-    """Divides by √d_k as if it were scaled dot-product attention."""
-    scores = torch.bmm(queries @ self.W, keys.transpose(1, 2)) / math.sqrt(keys.shape[-1])
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "BilinearAttention",
-    {
-        "BilinearAttention": "weights of padded keys: row query=0 is wrong",
-        "BilinearAttention.identities": "the output with W = I against unscaled dot-product attention: row batch=0, query=1 is wrong",
-    },
-)
-def bilinear_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
-    """A plain softmax: the padding gets weight."""
-    self.attention_weights = torch.softmax(
-        torch.bmm(queries @ self.W, keys.transpose(1, 2)), dim=-1
-    )
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "BilinearAttention",
-    {
-        "BilinearAttention": "row sums of the weights: row batch=0 is wrong",
-        "BilinearAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong",
-    },
-)
-def bilinear_softmax_over_queries(self, queries, keys, values, valid_lens=None):
-    """Masks the scores but normalises over the queries."""
-    scores = torch.bmm(queries @ self.W, keys.transpose(1, 2))
-    weights = masked_softmax(scores.transpose(1, 2), None).transpose(1, 2)
-    if valid_lens is not None:
-        lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
-        weights = weights * (torch.arange(keys.shape[1], device=keys.device) < lens[..., None])
-    self.attention_weights = weights
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "BilinearAttention",
-    {
-        "BilinearAttention.dropout": "the output in eval mode with dropout=1 (dropout must be off): row batch=0, query=0 is wrong"
-    },
-)
-def bilinear_dropout_left_on(self, queries, keys, values, valid_lens=None):
-    """Functional dropout with training=True: still dropping weights in eval mode."""
-    self.attention_weights = masked_softmax(
-        torch.bmm(queries @ self.W, keys.transpose(1, 2)), valid_lens
-    )
-    dropped = torch.nn.functional.dropout(self.attention_weights, self.dropout.p, training=True)
-    return torch.bmm(dropped, values)
 
 
 # ----------------------------------------------------------------- sum_scores
@@ -377,48 +281,6 @@ def additive_dropout_twice(self, queries, keys, values, valid_lens=None):
     """Dropout applied twice: keeps (1 - p)² of the weights, scaled by 1 / (1 - p)²."""
     features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
     self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-    return torch.bmm(self.dropout(self.dropout(self.attention_weights)), values)
-
-
-@wrong(
-    "BilinearAttention",
-    {
-        "BilinearAttention": "the output has dtype torch.float32, expected torch.float64",
-        "BilinearAttention.values": "the output has dtype torch.float32, expected torch.float64",
-    },
-)
-def bilinear_forced_float32(self, queries, keys, values, valid_lens=None):
-    """Casts to float32: float64 inputs give float32 weights and outputs."""
-    scores = torch.bmm(queries.float() @ self.W.float(), keys.float().transpose(1, 2))
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values.float())
-
-
-@wrong(
-    "BilinearAttention",
-    {
-        "BilinearAttention": "the forward (B=2, m=3, n=4, queries of size 3, keys 4, values 3): no gradient reached W. Every parameter and",
-        "BilinearAttention.values": "the forward (B=3, m=5, n=3, queries of size 4, keys 6, values 2): no gradient reached W. Every parameter and",
-    },
-)
-def bilinear_detached_W(self, queries, keys, values, valid_lens=None):
-    """W.detach(): the forward is right, but W never learns."""
-    scores = torch.bmm(queries @ self.W.detach(), keys.transpose(1, 2))
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "BilinearAttention",
-    {
-        "BilinearAttention": "the output in train mode (p=0.5, B=4, m=6, n=8, values = identity so that the output is the weights): with",
-        "BilinearAttention.dropout": "the output in train mode (p=0.3, B=6, m=7, n=9, values = identity so that the output is the weights): with",
-    },
-)
-def bilinear_dropout_twice(self, queries, keys, values, valid_lens=None):
-    """Dropout applied twice to the weights."""
-    scores = torch.bmm(queries @ self.W, keys.transpose(1, 2))
-    self.attention_weights = masked_softmax(scores, valid_lens)
     return torch.bmm(self.dropout(self.dropout(self.attention_weights)), values)
 
 
