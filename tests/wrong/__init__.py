@@ -19,6 +19,11 @@ For an exercise that is a class (an attention module), the wrong answer is a
 For the nbgrader end-to-end test, the *body* of each wrong function replaces
 the solution region of the exercise cell, which is exactly what a student
 edits; so a body may use only names the notebook defines before it runs.
+
+For a short question (target ``quiz_<chapter>_<n>``, answered in the notebook by
+``answer_<chapter>_<n> = ...``), the wrong answer's body is that assignment, and the
+checks get the value it assigns. The question's one test cell, ``test_quiz_<chapter>_<n>``,
+runs both its groups: the form (``quiz_3_1``) and the key (``quiz_3_1.key``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -58,6 +64,12 @@ class Wrong:
 
     def implementation(self):
         """What the checks run: the function, or a subclass of the reference with this forward."""
+        name = answer_name(self.target)
+        if name is not None:  # a question: the value the body assigns, as the test cell passes it
+            namespace: dict = {}
+            exec(compile("\n".join(self.body()), f"<{self.name}>", "exec"), namespace)
+            value = namespace[name]
+            return lambda: value
         ref = reference(self.target)
         if inspect.isclass(ref):
             return type(self.target, (ref,), {"forward": self.fn, "__doc__": self.fn.__doc__})
@@ -81,15 +93,29 @@ class Wrong:
         return "\n".join(lines[:start] + body + lines[end + 1 :])
 
 
+QUESTION = re.compile(r"quiz_(?P<number>\d+_\d+)")
+
+
+def answer_name(target: str) -> str | None:
+    """The variable that answers a short question (``quiz_3_1`` -> ``answer_3_1``), else None."""
+    match = QUESTION.fullmatch(target)
+    return f"answer_{match['number']}" if match else None
+
+
 def reference(target: str):
-    """The reference implementation named ``target`` in the solutions package."""
+    """The reference implementation named ``target`` in the solutions package.
+
+    For a short question, a function that returns the reference answer, as a test cell's
+    ``lambda: answer_3_1`` does.
+    """
     from solutions import SOURCES
 
+    name = answer_name(target) or target
     for module in SOURCES:
-        obj = getattr(importlib.import_module(f"solutions.{module}"), target, None)
+        obj = getattr(importlib.import_module(f"solutions.{module}"), name, None)
         if obj is not None:
-            return obj
-    raise LookupError(f"no reference named {target!r} in solutions/")
+            return obj if name == target else (lambda answer=obj: answer)
+    raise LookupError(f"no reference named {name!r} in solutions/")
 
 
 REGISTRY: list[Wrong] = []
@@ -118,6 +144,8 @@ def wrong(target: str, failures: Mapping[str, str]) -> Callable:
 
 def cell_for(group: str) -> str:
     """grade_id of the notebook test cell that runs a check group."""
+    if answer_name(group.split(".")[0]):  # a question's one cell runs its form and its key
+        return "test_" + group.split(".")[0]
     if "." in group:
         return "hidden_" + group.replace(".", "_")
     return "test_" + group
