@@ -1,7 +1,6 @@
 """Unusual but correct answers to the exercise and questions of chapter 3."""
 
 import torch
-import torch.nn.functional as F
 
 from solutions.masking import masked_softmax
 from tests.unusual import unusual
@@ -22,8 +21,8 @@ def concat_einsum_bias_with_the_keys(self, queries, keys, values, valid_lens=Non
 def concat_zero_padded_inputs(self, queries, keys, values, valid_lens=None):
     """self.W itself on [q; 0] and on [0; k] (zeros padded on), its bias taken off the second."""
     d_q, d_k = queries.shape[-1], keys.shape[-1]
-    q = self.W(F.pad(queries, (0, d_k)))  # W [q; 0] + b: (B, m, h)
-    k = self.W(F.pad(keys, (d_q, 0))) - self.W.bias  # W [0; k]: (B, n, h)
+    q = self.W(torch.nn.functional.pad(queries, (0, d_k)))  # W [q; 0] + b: (B, m, h)
+    k = self.W(torch.nn.functional.pad(keys, (d_q, 0))) - self.W.bias  # W [0; k]: (B, n, h)
     scores = self.w_v(torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)
     self.attention_weights = masked_softmax(scores, valid_lens)
     return self.dropout(self.attention_weights) @ values

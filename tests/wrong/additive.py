@@ -6,7 +6,6 @@ is the given one. Each answer to a question is the assignment a student would wr
 """
 
 import torch
-import torch.nn.functional as F
 
 from solutions.masking import masked_softmax
 from tests.wrong import wrong
@@ -42,7 +41,10 @@ def concatenates_every_pair(self, queries, keys, values, valid_lens=None):
 def bias_added_twice(self, queries, keys, values, valid_lens=None):
     """F.linear with the bias for the queries and again for the keys: b counts twice."""
     W_q, W_k = self.W.weight[:, : self.query_size], self.W.weight[:, self.query_size :]
-    q, k = F.linear(queries, W_q, self.W.bias), F.linear(keys, W_k, self.W.bias)
+    q, k = (
+        torch.nn.functional.linear(queries, W_q, self.W.bias),
+        torch.nn.functional.linear(keys, W_k, self.W.bias),
+    )
     features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))
     self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
     return torch.bmm(self.dropout(self.attention_weights), values)
