@@ -1,4 +1,4 @@
-"""Visible checks for the scoring-function chapters: additive attention and the scores of chapter 4."""
+"""Visible checks of chapter 4's score exercises, and the helpers every scoring chapter's checks share."""
 
 import torch
 
@@ -163,36 +163,6 @@ def identical_keys_example(device):
     return queries, keys, values, valid_lens, expected
 
 
-@check("AdditiveAttention")
-def additive_identical_keys(AdditiveAttention, device):
-    """With identical keys, is the output the mean of the valid values (d2l's toy example)?"""
-    queries, keys, values, valid_lens, expected = identical_keys_example(device)
-    attention = build(AdditiveAttention, 2, 20, 8, 0.1, device=device)
-    out, weights = attend(attention, queries, keys, values, valid_lens)
-    expect_close(out, expected, "the output", labels=("batch", "query"))
-    expect_close(
-        weights[:, 0, 6:],
-        torch.zeros(2, 4, device=device),
-        "weights of padded keys",
-        labels=("batch",),
-    )
-
-
-@check("AdditiveAttention")
-def additive_different_sizes(AdditiveAttention, device):
-    """Do queries of size 3 and keys of size 5 give (B, m, n) weights whose rows sum to 1?"""
-    gen = torch.Generator().manual_seed(1)
-    q, k, v = (torch.randn(*s, generator=gen).to(device) for s in [(2, 4, 3), (2, 6, 5), (2, 6, 7)])
-    attention = build(AdditiveAttention, 5, 3, 16, 0.0, device=device)
-    _, weights = attend(attention, q, k, v, torch.tensor([6, 3], device=device))
-    expect_close(
-        weights.sum(-1),
-        torch.ones(2, 4, device=device),
-        "row sums of the weights",
-        labels=("batch",),
-    )
-
-
 @check("sum_scores")
 def sum_scores_small_example(sum_scores, device):
     """Is score(q, k) = wᵀq + wᵀk, with shape (B, m, n)?"""
@@ -268,29 +238,6 @@ def scores_contract(fn, device, *, seed, B, m, n, d, with_w, reference=None):
 # ----------------------------------------------------------------- every module and function
 # Visible samples of the properties the hidden checks test more widely: float64, gradients,
 # inputs left unchanged, no tensor made on the CPU, dropout with 0 < p < 1.
-
-
-@check("AdditiveAttention")
-def additive_contract(AdditiveAttention, device):
-    """float64 in and out, gradients to every parameter and input, inputs unchanged, no tensor made on the CPU?"""
-    module_contract(
-        lambda dev: build(AdditiveAttention, 4, 3, 6, 0.0, seed=11, device=dev),
-        device,
-        seed=11,
-        B=2,
-        m=3,
-        n=4,
-        dq=3,
-        dk=4,
-    )
-
-
-@check("AdditiveAttention")
-def additive_dropout_half(AdditiveAttention, device):
-    """With dropout=0.5 in training, is a fraction ≈ 0.5 of the weights zeroed and the rest doubled, once?"""
-    dropout_contract(
-        lambda dev, p: build(AdditiveAttention, 4, 4, 6, p, seed=12, device=dev), device, seed=12
-    )
 
 
 @check("sum_scores")

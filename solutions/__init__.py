@@ -9,7 +9,7 @@ Modules, each with the chapter it comes from:
 - ``solutions.pooling``: From the chapter "Attention pooling": nadaraya_watson, NWKernelRegression.
 - ``solutions.masking``: From the chapter "Masking": check_lengths, sequence_mask, masked_softmax.
 - ``solutions.textbook``: From the chapter "Masking": textbook_sequence_mask, textbook_masked_softmax.
-- ``solutions.additive``: From the chapter "Additive attention": check_qkv, AdditiveAttention, peak_tensor_memory, additive_scores_chunked.
+- ``solutions.additive``: From the chapter "Additive attention": check_qkv, AdditiveAttention, peak_tensor_memory, additive_scores_chunked, ConcatAttention.
 - ``solutions.dot_product``: From the chapter "Scaled dot-product attention": DotProductAttention, CosineAttention, sum_scores, distance_scores.
 - ``solutions.bilinear``: From the chapter "Bilinear attention": BilinearAttention, LowRankBilinearAttention.
 - ``solutions.self_attention``: From the chapter "Self-attention and positional encoding": check_sequence, SelfAttention, RelativeSelfAttention, positional_encoding, PositionalEncoding.

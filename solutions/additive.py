@@ -1,4 +1,4 @@
-"""From the chapter "Additive attention": check_qkv, AdditiveAttention, peak_tensor_memory, additive_scores_chunked.
+"""From the chapter "Additive attention": check_qkv, AdditiveAttention, peak_tensor_memory, additive_scores_chunked, ConcatAttention.
 
 Generated from book/additive_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save additive`` cells of the notebook, then run ``make export``.
@@ -127,3 +127,62 @@ def additive_scores_chunked(attention, queries, keys, chunk_size=32):
         block = q[:, start : start + chunk_size].unsqueeze(2) + k.unsqueeze(1)  # (B, c, n, h)
         chunks.append(torch.tanh(block) @ w)  # (B, c, n)
     return torch.cat(chunks, dim=1)  # (B, m, n)
+
+
+class ConcatAttention(nn.Module):
+    """Additive attention as one hidden layer on [q; k]: a(q, k) = w_vᵀ tanh(W [q; k] + b).
+
+    Luong et al.'s "concat" score. ``W`` reads the query and the key concatenated, the
+    query first; the forward never concatenates them.
+
+    Args:
+        key_size: size d_k of each key.
+        query_size: size d_q of each query.
+        num_hiddens: size h of the hidden layer.
+        dropout: dropout probability applied to the attention weights.
+
+    Shape:
+        - queries: (B, m, d_q)
+        - keys: (B, n, d_k)
+        - values: (B, n, v)
+        - valid_lens: None, (B,) or (B, m)
+        - output: (B, m, v); ``attention_weights``: (B, m, n)
+    """
+
+    def __init__(self, key_size, query_size, num_hiddens, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.query_size = query_size
+        self.W = nn.Linear(query_size + key_size, num_hiddens)  # W: (h, d_q + d_k), b: (h,)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values)
+        # W [q; k] + b = W_q q + W_k k + b, with W_q, W_k the columns that meet q and k
+        W_q = self.W.weight[:, : self.query_size]  # (h, d_q)
+        W_k = self.W.weight[:, self.query_size :]  # (h, d_k)
+        q = queries @ W_q.T + self.W.bias  # (B, m, h): the bias once, with the query
+        k = keys @ W_k.T  # (B, n, h)
+        # every pair: (B, m, 1, h) + (B, 1, n, h) -> (B, m, n, h), as in AdditiveAttention
+        hidden = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))
+        scores = self.w_v(hidden).squeeze(-1)  # (B, m, n)
+        self.attention_weights = masked_softmax(scores, valid_lens)  # (B, m, n), before dropout
+        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, m, v)
+
+
+# Answer with one letter: "a", "b", "c" or "d".
+answer_3_1 = ...
+answer_3_1 = "c"  # why: equal keys give equal W_k k, so every key of a row gets the same
+# score whatever the query and the parameters; valid_lens only says how many keys share it.
+
+
+# Answer with one letter: "a", "b", "c" or "d".
+answer_3_2 = ...
+answer_3_2 = "b"  # why: the whole computation holds (B, m, n, h), which grows with m and n;
+# a chunk holds (B, c, n, h) with c fixed, so it grows with n only.
+
+
+# Answer with a whole number.
+answer_3_3 = ...
+answer_3_3 = 64 * 64 + 64 * 128 + 64  # why: W_q (h × d_q), W_k (h × d_k) and w_v (h), no
+# biases; none of them depends on how many keys there are, so longer sources change nothing.

@@ -2,8 +2,8 @@
 
 References: explicit loops over batch, queries and keys (in float64, from the
 module's own parameters) and PyTorch's scaled_dot_product_attention. The hidden checks
-of Exercises 4.1 and 5.1 are in ``checks/hidden/dot_product.py`` and
-``checks/hidden/bilinear.py``.
+of Exercises 3.1, 4.1 and 5.1 are in ``checks/hidden/additive.py``,
+``checks/hidden/dot_product.py`` and ``checks/hidden/bilinear.py``.
 """
 
 import torch
@@ -22,10 +22,7 @@ from checks.hidden.masking import per_query_lengths
 from checks.masking import masked_rows
 from checks.scoring import (
     attend,
-    build,
     call_scores,
-    dropout_contract,
-    module_contract,
     scores_contract,
 )
 
@@ -100,31 +97,6 @@ def check_dropout(module_with_p1, q, k, v, lens):
         "attention_weights in train mode (stored before dropout)",
         labels=("batch", "query"),
     )
-
-
-# ----------------------------------------------------------------- additive
-
-
-def additive_score(module):
-    Wq, Wk, wv = (
-        p.detach().double().cpu() for p in (module.W_q.weight, module.W_k.weight, module.w_v.weight)
-    )
-    return lambda q, k: (wv @ torch.tanh(Wq @ q + Wk @ k)).item()
-
-
-@check("AdditiveAttention.values", hidden=True)
-def additive_matches_a_loop(AdditiveAttention, device):
-    """Does w_vᵀ tanh(W_q q + W_k k) match an explicit loop, with 1-D, 2-D and no valid_lens?"""
-    module = build(AdditiveAttention, 5, 3, 7, 0.0, seed=4, device=device)
-    compare_with_loop(module, additive_score(module), dq=3, dk=5, device=device)
-
-
-@check("AdditiveAttention.dropout", hidden=True)
-def additive_dropout(AdditiveAttention, device):
-    """Is dropout applied to the weights in training only, with attention_weights kept before it?"""
-    module = build(AdditiveAttention, 4, 4, 8, 1.0, seed=5, device=device)
-    q, k, v = (random_tensor(2, s, 4, seed=s, device=device) for s in (3, 5, 5))
-    check_dropout(module, q, k, v, torch.tensor([5, 2], device=device))
 
 
 # ----------------------------------------------------------------- the exercises on scores
@@ -212,39 +184,6 @@ def distance_is_the_gaussian_kernel(distance_scores, device):
 
 def loop_reference(score_of):
     return lambda module, q, k, v, lens: loop_attention(score_of(module), q, k, v, lens)
-
-
-@check("AdditiveAttention.values", hidden=True)
-def additive_contract_hidden(AdditiveAttention, device):
-    """float64 in and out (equal to a float64 loop), gradients to every parameter and input, inputs unchanged, no tensor made on the CPU?"""
-    module_contract(
-        lambda dev: build(AdditiveAttention, 6, 5, 9, 0.0, seed=21, device=dev),
-        device,
-        seed=21,
-        B=3,
-        m=4,
-        n=6,
-        dq=5,
-        dk=6,
-        dv=2,
-        reference=loop_reference(additive_score),
-    )
-
-
-@check("AdditiveAttention.dropout", hidden=True)
-def additive_dropout_statistics(AdditiveAttention, device):
-    """With dropout=0.3 in training, is a fraction ≈ 0.3 of the weights zeroed and the rest divided by 0.7, once?"""
-    dropout_contract(
-        lambda dev, p: build(AdditiveAttention, 5, 3, 6, p, seed=22, device=dev),
-        device,
-        seed=22,
-        B=6,
-        m=7,
-        n=9,
-        dq=3,
-        dk=5,
-        p=0.3,
-    )
 
 
 def loop_sum_scores(q, k, w):

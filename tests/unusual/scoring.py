@@ -2,30 +2,7 @@
 
 import torch
 
-from solutions.masking import masked_softmax
 from tests.unusual import unusual
-
-
-@unusual("AdditiveAttention")
-def additive_with_einsum(self, queries, keys, values, valid_lens=None):
-    """einsum for the projections, the score and the weighted sum."""
-    q = torch.einsum("bmd,hd->bmh", queries, self.W_q.weight)
-    k = torch.einsum("bnd,hd->bnh", keys, self.W_k.weight)
-    scores = torch.einsum("bmnh,h->bmn", torch.tanh(q[:, :, None] + k[:, None]), self.w_v.weight[0])
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.einsum("bmn,bnv->bmv", self.dropout(self.attention_weights), values)
-
-
-@unusual("AdditiveAttention")
-def additive_loop_over_queries(self, queries, keys, values, valid_lens=None):
-    """One query at a time, the rows stacked: (B, n, h) per query, then (B, m, n)."""
-    k = self.W_k(keys)  # (B, n, h)
-    rows = [
-        self.w_v(torch.tanh(self.W_q(queries[:, i])[:, None] + k)).squeeze(-1)
-        for i in range(queries.shape[1])
-    ]
-    self.attention_weights = masked_softmax(torch.stack(rows, dim=1), valid_lens)
-    return self.dropout(self.attention_weights) @ values
 
 
 @unusual("sum_scores")

@@ -6,94 +6,7 @@ on a subclass of the reference, so ``__init__`` (the parameters) is the given on
 
 import torch
 
-from solutions.masking import masked_softmax
 from tests.wrong import wrong
-
-# ----------------------------------------------------------------- AdditiveAttention
-
-
-@wrong(
-    "AdditiveAttention",
-    {
-        "AdditiveAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong"
-    },
-)
-def forgot_tanh(self, queries, keys, values, valid_lens=None):
-    """No tanh: the score becomes linear, w_vᵀ(W_q q + W_k k)."""
-    features = self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1)
-    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "AdditiveAttention",
-    {
-        "AdditiveAttention.values": "attention_weights for B=2, m=3, n=5, valid_lens=None: row batch=0, query=0 is wrong"
-    },
-)
-def relu_instead_of_tanh(self, queries, keys, values, valid_lens=None):
-    """ReLU where the score has tanh."""
-    features = torch.relu(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
-    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "AdditiveAttention",
-    {
-        "AdditiveAttention": "the output: row batch=0, query=0 is wrong",
-        "AdditiveAttention.values": "attention_weights for B=1, m=1, n=1, valid_lens=[0]: row batch=0, query=0 is wrong",
-    },
-)
-def additive_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
-    """A plain softmax: the padding gets weight."""
-    features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
-    self.attention_weights = torch.softmax(self.w_v(features).squeeze(-1), dim=-1)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "AdditiveAttention",
-    {
-        "AdditiveAttention": "attention_weights has shape (2, 10, 1), expected (2, 1, 10)",
-        "AdditiveAttention.values": "attention_weights has shape (2, 5, 3), expected (2, 3, 5)",
-    },
-)
-def additive_keys_and_queries_swapped(self, queries, keys, values, valid_lens=None):
-    """Broadcasts (B, 1, m, h) + (B, n, 1, h): scores come out (B, n, m)."""
-    features = torch.tanh(self.W_q(queries).unsqueeze(1) + self.W_k(keys).unsqueeze(2))
-    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "AdditiveAttention",
-    {
-        "AdditiveAttention.dropout": "the output in eval mode with dropout=1 (dropout must be off): row batch=0, query=0 is wrong"
-    },
-)
-def additive_dropout_left_on(self, queries, keys, values, valid_lens=None):
-    """Functional dropout with training=True: still dropping weights in eval mode."""
-    features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
-    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-    dropped = torch.nn.functional.dropout(self.attention_weights, self.dropout.p, training=True)
-    return torch.bmm(dropped, values)
-
-
-@wrong(
-    "AdditiveAttention",
-    {
-        "AdditiveAttention.dropout": "attention_weights in train mode (stored before dropout): row batch=0, query=0 is wrong"
-    },
-)
-def additive_stores_dropped_weights(self, queries, keys, values, valid_lens=None):
-    """Keeps the weights after dropout in attention_weights."""
-    features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
-    self.attention_weights = self.dropout(
-        masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-    )
-    return torch.bmm(self.attention_weights, values)
-
 
 # ----------------------------------------------------------------- sum_scores
 
@@ -236,52 +149,6 @@ def distance_l1(queries, keys):
 # ----------------------------------------------------------------- classes that used to escape
 # Forced float32, weights cut from the graph, dropout applied twice, inputs changed in place,
 # a (B, m, n, d) tensor of differences.
-
-
-@wrong(
-    "AdditiveAttention",
-    {
-        "AdditiveAttention": "the output has dtype torch.float32, expected torch.float64",
-        "AdditiveAttention.values": "the output has dtype torch.float32, expected torch.float64",
-    },
-)
-def additive_forced_float32(self, queries, keys, values, valid_lens=None):
-    """Casts the projections to float32: float64 inputs give float32 weights and outputs."""
-    features = torch.tanh(
-        self.W_q(queries).float().unsqueeze(2) + self.W_k(keys).float().unsqueeze(1)
-    )
-    scores = (features @ self.w_v.weight.float().T).squeeze(-1)
-    self.attention_weights = masked_softmax(scores, valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values.float())
-
-
-@wrong(
-    "AdditiveAttention",
-    {
-        "AdditiveAttention": "the forward (B=2, m=3, n=4, queries of size 3, keys 4, values 3): no gradient reached W_q.weight. Every",
-        "AdditiveAttention.values": "the forward (B=3, m=4, n=6, queries of size 5, keys 6, values 2): no gradient reached W_q.weight. Every",
-    },
-)
-def additive_detached_weights(self, queries, keys, values, valid_lens=None):
-    """Uses W_q.weight.detach(): the forward is right, but W_q never learns."""
-    projected = queries @ self.W_q.weight.detach().T
-    features = torch.tanh(projected.unsqueeze(2) + self.W_k(keys).unsqueeze(1))
-    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-    return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-@wrong(
-    "AdditiveAttention",
-    {
-        "AdditiveAttention": "the output in train mode (p=0.5, B=4, m=6, n=8, values = identity so that the output is the weights): with",
-        "AdditiveAttention.dropout": "the output in train mode (p=0.3, B=6, m=7, n=9, values = identity so that the output is the weights): with",
-    },
-)
-def additive_dropout_twice(self, queries, keys, values, valid_lens=None):
-    """Dropout applied twice: keeps (1 - p)² of the weights, scaled by 1 / (1 - p)²."""
-    features = torch.tanh(self.W_q(queries).unsqueeze(2) + self.W_k(keys).unsqueeze(1))
-    self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
-    return torch.bmm(self.dropout(self.dropout(self.attention_weights)), values)
 
 
 @wrong(
