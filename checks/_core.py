@@ -310,9 +310,10 @@ def import_chapters(package: str, path) -> list[str]:
 
 
 def _internal_error(item: Check, device, err: Exception) -> CheckInternalError:
-    where = f"{item.fn.__module__}.{item.fn.__qualname__}"
+    # A hidden check's place in the code is for maintainers (it reaches feedback otherwise).
+    where = "" if item.hidden else f" ({item.fn.__module__}.{item.fn.__qualname__})"
     return CheckInternalError(
-        f"the check {item.question!r} ({where}) itself failed on {device} with "
+        f"the check {item.question!r}{where} itself failed on {device} with "
         f"{type(err).__name__}: {err}\n"
         "This is a bug in the checks, not in the code they check: please report it, "
         "with this message."

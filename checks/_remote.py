@@ -438,9 +438,15 @@ class Session:
     # ---- one request
 
     def request(self, **request):
-        with self.lock, _untracked():
-            _send(self.sock, request)
-            reply = _recv(self.sock)
+        try:
+            with self.lock, _untracked():
+                _send(self.sock, request)
+                reply = _recv(self.sock)
+        except OSError as err:  # a timeout, a closed or reset connection
+            raise RemoteError(
+                f"the notebook stopped answering the grader's checks ({type(err).__name__}: "
+                f"{err or 'timed out'}): it was interrupted, ran out of a limit or hung"
+            ) from None
         if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] in ("ok", "err")):
             raise RemoteError("the notebook answered something that is not the protocol")
         status, value = reply

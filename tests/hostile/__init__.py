@@ -447,6 +447,8 @@ def leaks_the_hidden_checks():
         ATTACK
         + "for root in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents, pathlib.Path('/tmp')]:\n"
         "    for path in list(root.glob('checks/hidden/*.py')) + list(root.glob('*/masking/masking.ipynb')):\n"
+        "        if path.resolve() == (pathlib.Path.cwd() / 'masking.ipynb').resolve():\n"
+        "            continue  # its own notebook\n"
         "        text = path.read_text()\n"
         "        if 'hidden' in path.parts or 'BEGIN HIDDEN TESTS' in text or 'BEGIN SOLUTION' in text:\n"
         "            print('ATTACK SUCCEEDED: read', path)\n"
