@@ -17,7 +17,8 @@ ipykernel_launcher``, and sees:
 
 Resource limits are rlimits set by ``prlimit`` inside the sandbox (address space, CPU
 seconds per process, file size, process count, no core files); :class:`Watchdog` adds
-what rlimits cannot: the memory and the process count of the whole tree.
+what rlimits cannot: the memory, process count and CPU time of the whole tree, and the size
+and file count of its folder.
 
 The kernel talks to the grader over IPC (Unix) sockets in a short private folder that is
 bound into the sandbox; no TCP port is opened.
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +58,8 @@ class Limits:
     cell_cpu_seconds: int = 60  # CPU time of the whole tree for one cell
     processes: int = 256  # processes and threads of the sandbox's user
     file_mb: int = 64  # the largest file it may write
+    folder_mb: int = 256  # everything in its folder together (checked about once a second)
+    folder_files: int = 2000  # files and folders in its folder
 
 
 @dataclass
@@ -312,6 +316,36 @@ def _interrupt_kernel(procs: list) -> bool:
     return False
 
 
+FOLDER_CHECK_SECONDS = 1.0
+
+
+def folder_over_limits(folder: Path, lim: Limits) -> str | None:
+    """Why ``folder`` is over ``lim.folder_mb`` or ``lim.folder_files``; None if it is not.
+
+    Counts without following links, and stops as soon as a limit is passed.
+    """
+    size, count, stack = 0, 0, [str(folder)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            count += 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            size += info.st_blocks * 512
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            if count > lim.folder_files:
+                return f"the notebook's folder holds more than {lim.folder_files} files"
+            if size > lim.folder_mb * 2**20:
+                return f"the notebook's folder grew past {lim.folder_mb} MiB"
+    return None
+
+
 class Watchdog:
     """Enforce :class:`Limits` on the whole process tree of every running sandbox.
 
@@ -329,6 +363,7 @@ class Watchdog:
         self.events: dict[int, str] = {}  # cells interrupted for their CPU time
         # the cell's start mark and the tree's CPU time when its interrupt was sent
         self.interrupted: dict[int, tuple[float, float]] = {}
+        self.folder_checked: dict[int, float] = {}  # when each tree's folder was last measured
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -344,6 +379,7 @@ class Watchdog:
         self.killed.clear()
         self.events.clear()
         self.interrupted.clear()
+        self.folder_checked.clear()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -379,6 +415,9 @@ class Watchdog:
             reason = f"the notebook started {len(procs)} processes (limit {lim.processes})"
         elif cpu > lim.cpu_seconds:
             reason = f"the notebook used more than {lim.cpu_seconds} s of CPU time"
+        elif time.monotonic() - self.folder_checked.get(pid, 0.0) > FOLDER_CHECK_SECONDS:
+            self.folder_checked[pid] = time.monotonic()
+            reason = folder_over_limits(km.sandbox.workdir, lim)
         started = km.cell_started_cpu
         mark = self.interrupted.get(pid)
         if mark is not None and mark[0] != started:  # that cell is over; this is another

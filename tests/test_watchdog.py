@@ -121,3 +121,19 @@ def test_the_interrupt_goes_to_the_kernel_not_to_the_sandbox_around_it():
     dog = Watchdog()
     watch_until(dog, km, lambda: wrapper.poll() is not None)
     assert wrapper.stdout.read().split() == ["interrupted", "done"]  # the shell lived on
+
+
+def test_a_folder_over_its_size_or_file_count_is_reported(tmp_path):
+    """Does the folder check name the file count or the size that a folder went past, and
+    pass a folder within both?"""
+    from autograder.sandbox import Limits, folder_over_limits
+
+    (tmp_path / "sub").mkdir()
+    for i in range(12):
+        (tmp_path / "sub" / f"f{i}").write_bytes(b"x" * 4096)
+    assert folder_over_limits(tmp_path, Limits(folder_files=100, folder_mb=1)) is None
+    assert "more than 10 files" in folder_over_limits(tmp_path, Limits(folder_files=10))
+    (tmp_path / "big").write_bytes(b"x" * (2 * 2**20))
+    assert "past 1 MiB" in folder_over_limits(tmp_path, Limits(folder_mb=1))
+    (tmp_path / "link").symlink_to("/usr")  # never followed
+    assert folder_over_limits(tmp_path, Limits(folder_files=100, folder_mb=3)) is None

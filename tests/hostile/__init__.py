@@ -504,6 +504,20 @@ def children_share_a_memory_bomb():
     )
 
 
+@case(zero_cells=ALL_CELLS, problem="holds more than 2000 files")
+def fills_its_folder():
+    """Writes 2,500 small files into its folder (each under the file-size limit): the folder's
+    file count is capped, so it cannot fill the grader's disk."""
+    return _prepend(
+        reference(),
+        "sequence_mask",
+        "import pathlib, time\n"
+        "for i in range(2500):\n"
+        "    pathlib.Path(f'junk{i}.txt').write_text('x' * 1000)\n"
+        "time.sleep(5)",
+    )
+
+
 def write(case: Case, path) -> None:
     made = case.make()
     if isinstance(made, bytes):
