@@ -40,6 +40,23 @@ SYSTEM_SITE = Path("/usr/local/lib/python3.11/dist-packages")
 RESULTS = Path(os.environ.get("GRADESCOPE_RESULTS_DIR", "/tmp")) / "gradescope-results"
 
 
+def _test_cells() -> dict[str, tuple[float, bool]]:
+    """The chapter's autograded test cells: grade_id -> (points, hidden), in order."""
+    from autograder import notebooks as nbs
+
+    cells = {}
+    for cell in nbs.read(nbs.notebook_path(CHAPTER)).cells:
+        meta = nbs.nbgrader_meta(cell)
+        if nbs.is_test(cell) and cell.cell_type == "code":
+            cells[meta["grade_id"]] = (float(meta["points"]), nbs.HIDDEN_MARKERS[0] in cell.source)
+    return cells
+
+
+TESTS = _test_cells()
+VISIBLE = sum(p for p, hidden in TESTS.values() if not hidden)
+HIDDEN = [p for p, hidden in TESTS.values() if hidden]
+
+
 def _lock_pins() -> list[str]:
     return [
         ln.strip()
@@ -191,23 +208,31 @@ def _check_format(results: dict) -> None:
     for test in results["tests"]:
         assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}
         assert test["status"] in {"passed", "failed"}
-        assert test["visibility"] == (
-            "visible" if test["name"].startswith("test_") else "after_published"
-        )
+        assert test["visibility"] == ("after_published" if TESTS[test["name"]][1] else "visible")
         assert "BEGIN HIDDEN" not in test["output"] and "run_hidden" not in test["output"]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_a_perfect_submission_earns_every_point(image):
-    """The reference notebook, graded as Gradescope grades: 10 of 10, every test passed."""
-    results = _grade(image, "perfect", reference())
+    """The reference notebook, graded as Gradescope grades: every point, every test passed;
+    what its code printed while the checks called it is in no test's output."""
+    nb = reference()
+    cell = next(
+        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "sequence_mask"
+    )
+    cell.source = cell.source.replace(
+        "### BEGIN SOLUTION", "### BEGIN SOLUTION\n    print('PRINTED BY THE STUDENT')", 1
+    )
+    results = _grade(image, "perfect", nb)
+    assert "PRINTED BY THE STUDENT" not in json.dumps(results)
     _check_format(results)
-    assert results["score"] == 10.0
-    assert [t["status"] for t in results["tests"]] == ["passed"] * 8
-    assert sum(t["max_score"] for t in results["tests"]) == 10.0
-    assert results["output"].startswith("Visible tests: 2 of 2 points.")
-    assert "6 hidden tests worth 8 points" in results["output"]
+    total = VISIBLE + sum(HIDDEN)
+    assert total >= 12 and results["score"] == total
+    assert [t["status"] for t in results["tests"]] == ["passed"] * len(TESTS)
+    assert sum(t["max_score"] for t in results["tests"]) == total
+    assert results["output"].startswith(f"Visible tests: {VISIBLE:g} of {VISIBLE:g} points.")
+    assert f"{len(HIDDEN)} hidden tests worth {sum(HIDDEN):g} points" in results["output"]
 
 
 @pytest.mark.slow
@@ -219,10 +244,10 @@ def test_an_untouched_submission_earns_nothing(image):
     results = _grade(image, "untouched", released)
     _check_format(results)
     assert results["score"] == 0.0
-    assert [t["status"] for t in results["tests"]] == ["failed"] * 8
+    assert [t["status"] for t in results["tests"]] == ["failed"] * len(TESTS)
     assert "sequence_mask is not implemented yet" in results["tests"][0]["output"]
-    assert results["output"].startswith("Visible tests: 0 of 2 points.")
-    assert "6 hidden tests worth 8 points" in results["output"]
+    assert results["output"].startswith(f"Visible tests: 0 of {VISIBLE:g} points.")
+    assert f"{len(HIDDEN)} hidden tests worth {sum(HIDDEN):g} points" in results["output"]
 
 
 @pytest.mark.slow
@@ -232,7 +257,7 @@ def test_a_container_without_namespaces_still_grades_fairly(image):
     capability, bubblewrap cannot nest; the bundle says so and grades without the sandbox."""
     results = _grade(image, "no-namespaces", reference(), ["--cap-drop", "ALL"])
     _check_format(results)
-    assert results["score"] == 10.0
+    assert results["score"] == VISIBLE + sum(HIDDEN)
     assert "grading without a sandbox" in image[3]["no-namespaces"]
     if os.geteuid() == 0:  # as root, the other runs had their sandbox
         assert "grading without a sandbox" not in image[3].get("perfect", "")
