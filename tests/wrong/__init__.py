@@ -57,10 +57,20 @@ class Wrong:
         return [cell_for(g) for g in self.groups]
 
     def implementation(self):
-        """What the checks run: the function, or a subclass of the reference with this forward."""
+        """What the checks run: the function, or a subclass of the reference with this forward.
+
+        For a conceptual question (the reference is a value, ``answer_7_1 = 5``), the body is
+        the assignment a student writes in the answer cell; the checks get ``lambda: value``,
+        as the notebook's test cell passes ``lambda: answer_7_1``.
+        """
         ref = reference(self.target)
         if inspect.isclass(ref):
             return type(self.target, (ref,), {"forward": self.fn, "__doc__": self.fn.__doc__})
+        if not callable(ref):
+            namespace: dict = {}
+            exec("\n".join(self.body()), namespace)
+            value = namespace[self.target]
+            return lambda: value
         return self.fn
 
     def body(self) -> list[str]:
@@ -116,8 +126,28 @@ def wrong(target: str, failures: Mapping[str, str]) -> Callable:
     return register
 
 
+QUIZ_PREFIX = "quiz_"  # groups of a conceptual question: quiz_7_1 (form), quiz_7_1.key (content)
+
+
+def exercise_of(group: str) -> str:
+    """The exercise a check group grades: the grade_id of its answer cell, a name in solutions/.
+
+    ``masked_softmax.safety`` grades ``masked_softmax``; the groups ``quiz_7_1`` and
+    ``quiz_7_1.key`` of a conceptual question grade the answer ``answer_7_1``.
+    """
+    name = group.split(".")[0]
+    if name.startswith(QUIZ_PREFIX):
+        return "answer_" + name.removeprefix(QUIZ_PREFIX)
+    return name
+
+
 def cell_for(group: str) -> str:
-    """grade_id of the notebook test cell that runs a check group."""
+    """grade_id of the notebook test cell that runs a check group.
+
+    A conceptual question has one test cell, ``test_quiz_7_1``, for both of its groups.
+    """
+    if group.startswith(QUIZ_PREFIX):
+        return "test_" + group.split(".")[0]
     if "." in group:
         return "hidden_" + group.replace(".", "_")
     return "test_" + group
