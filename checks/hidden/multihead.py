@@ -248,13 +248,14 @@ def dropout_statistics(MultiHeadAttention, device):
 
 # --------------------------------------------------------------------------
 # Check your understanding: the keys. Counts are computed here (a double loop,
-# PyTorch's own module), never copied from the answer key.
+# PyTorch's own module), never copied from the answer key. The book prints each
+# check's question under the test cell, so the questions do not give the answer away.
 # --------------------------------------------------------------------------
 
 
 @check("quiz_7_1.key", hidden=True)
 def quiz_causal_length(answer, device):
-    """Does query 6 of a sequence of valid length 5 (T = 8) attend to as many keys as the causal and padding masks allow?"""
+    """Is answer_7_1 the number of keys that query attends to?"""
     value = expect_number(answer(), "answer_7_1")
     T, length, t = 8, 5, 6
     allowed = sum(1 for j in range(T) if j <= t and j < length)  # causal and within the padding
@@ -269,7 +270,7 @@ def quiz_causal_length(answer, device):
 
 @check("quiz_7_2.key", hidden=True)
 def quiz_head_entry(answer, device):
-    """Entry b·h + i of transpose_qkv's output is head i of example b, with example b's valid length?"""
+    """Is answer_7_2 the right option?"""
     choice = expect_choice(answer(), "abcd", "answer_7_2")
     if choice != "a":
         raise CheckError(
@@ -281,7 +282,7 @@ def quiz_head_entry(answer, device):
 
 @check("quiz_7_3.key", hidden=True)
 def quiz_parameters(answer, device):
-    """Does the count equal the parameters of nn.MultiheadAttention(64, 8, bias=False)?"""
+    """Is answer_7_3 the number of parameters?"""
     value = expect_number(answer(), "answer_7_3")
     # On the meta device: no memory, no draw from the notebook's random number generator.
     expected, one_head = (

@@ -160,12 +160,13 @@ def sublayer_dropout_statistics(TransformerBlock, device):
 # --------------------------------------------------------------------------
 # Check your understanding: the keys. The number is computed here from the model
 # the question states (variances of independent terms add), not copied from the key.
+# The book prints each check's question under the test cell: they do not give the answer away.
 # --------------------------------------------------------------------------
 
 
 @check("quiz_8_1.key", hidden=True)
 def quiz_layer_norm(answer, device):
-    """LayerNorm standardises each position over its own features, and nothing else?"""
+    """Is answer_8_1 the right option?"""
     choice = expect_choice(answer(), "abcd", "answer_8_1")
     if choice != "b":
         raise CheckError(
@@ -177,7 +178,7 @@ def quiz_layer_norm(answer, device):
 
 @check("quiz_8_2.key", hidden=True)
 def quiz_stream_growth(answer, device):
-    """Is the standard deviation of X_0 plus 24 independent unit-variance terms predicted to 2 %?"""
+    """Is answer_8_2 the standard deviation, to 2 %?"""
     value = expect_number(answer(), "answer_8_2")
     num_layers = 12
     expected = math.sqrt(1 + 2 * num_layers)  # variances of independent terms add
@@ -191,7 +192,7 @@ def quiz_stream_growth(answer, device):
 
 @check("quiz_8_3.key", hidden=True)
 def quiz_pre_post(answer, device):
-    """Pre-norm keeps an identity path of additions, so its stack needs a final LayerNorm?"""
+    """Is answer_8_3 the right option?"""
     choice = expect_choice(answer(), "abcd", "answer_8_3")
     if choice != "c":
         raise CheckError(
