@@ -19,7 +19,9 @@ from checks._contract import (
 from checks._core import (
     CheckError,
     check,
+    expect_choice,
     expect_close,
+    expect_number,
     expect_tensor,
     random_lengths,
     random_tensor,
@@ -535,3 +537,26 @@ def mha_properties(MultiHeadAttention, device):
 def mha_dropout_half(MultiHeadAttention, device):
     """With dropout=0.5 in training, is a fraction ≈ 0.5 of the weights zeroed and the rest doubled, once?"""
     mha_dropout_contract(MultiHeadAttention, device, seed=5, B=4, m=5, p=0.5)
+
+
+# --------------------------------------------------------------------------
+# Check your understanding: the visible groups check only the form of an answer.
+# --------------------------------------------------------------------------
+
+
+@check("quiz_7_1")
+def quiz_causal_length_form(answer, device):
+    """Is answer_7_1 a number? To test your prediction, print causal_valid_lens(torch.zeros(2, 8, 1), torch.tensor([8, 5])) and look at row 1."""
+    expect_number(answer(), "answer_7_1")
+
+
+@check("quiz_7_2")
+def quiz_head_entry_form(answer, device):
+    """Is answer_7_2 one of "a", "b", "c", "d"? To test your reasoning, compare transpose_qkv(X, 3)[4] with slices of X = torch.arange(120.0).reshape(2, 5, 12)."""
+    expect_choice(answer(), "abcd", "answer_7_2")
+
+
+@check("quiz_7_3")
+def quiz_parameters_form(answer, device):
+    """Is answer_7_3 a number? To test your prediction, print sum(p.numel() for p in MultiHeadAttention(64, 8, 0.0).parameters()), and again with 1 head."""
+    expect_number(answer(), "answer_7_3")

@@ -11,10 +11,15 @@ import tests.wrong
 from autograder import notebooks as nbs
 from checks import CheckError
 from checks._core import REGISTRY
-from tests.wrong import answer_variable, is_quiz, load, reference, wrong
+from tests.wrong import answer_variable, exercise_of, is_quiz, load, reference, wrong
 
 WRONG = load()
 checks.groups()  # loads the hidden groups into the registry
+
+
+def is_question(target: str) -> bool:
+    """Whether ``target`` is the answer to a conceptual question (``answer_7_1``), not code."""
+    return target.startswith("answer_")
 
 
 def test_at_least_five_wrong_answers_per_graded_function():
@@ -58,7 +63,7 @@ def test_wrong_answer_declares_known_groups_and_specific_messages(wrong):
     for group, fragment in wrong.failures:
         assert group in REGISTRY, f"{wrong.name}: no check group {group!r}"
         assert len(fragment) >= 12, f"{wrong.name}: {fragment!r} is too short to say what is wrong"
-        assert group.split(".")[0] == wrong.target, (
+        assert exercise_of(group) == wrong.target, (
             f"{wrong.name}: {group!r} checks another exercise"
         )
         generic = [f"{n} of {len(REGISTRY[group])} checks in {group!r} failed" for n in (1, 2)]
@@ -111,7 +116,7 @@ def test_at_least_two_unusual_answers_per_graded_function():
 @pytest.mark.parametrize("answer", UNUSUAL, ids=lambda u: f"{u.target}-{u.name}")
 def test_unusual_answer_passes_every_group(answer, device):
     """Does a correct answer in another style pass every visible and hidden group of its exercise?"""
-    groups = [g for g in REGISTRY if g.split(".")[0] == answer.target]
+    groups = [g for g in REGISTRY if exercise_of(g) == answer.target]
     assert groups
     for group in groups:
         checks.run_hidden(group, answer.implementation(), devices=[device], verbose=False)

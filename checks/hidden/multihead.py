@@ -10,7 +10,9 @@ from torch import nn
 from checks._core import (
     CheckError,
     check,
+    expect_choice,
     expect_close,
+    expect_number,
     random_lengths,
     random_tensor,
 )
@@ -242,3 +244,54 @@ def dropout_on_weights(MultiHeadAttention, device):
 def dropout_statistics(MultiHeadAttention, device):
     """With dropout=0.3 in training, is a fraction ≈ 0.3 of the weights zeroed and the rest divided by 0.7, once?"""
     mha_dropout_contract(MultiHeadAttention, device, seed=8, B=6, m=7, p=0.3, h=2, n=8)
+
+
+# --------------------------------------------------------------------------
+# Check your understanding: the keys. Counts are computed here (a double loop,
+# PyTorch's own module), never copied from the answer key. The book prints each
+# check's question under the test cell, so the questions do not give the answer away.
+# --------------------------------------------------------------------------
+
+
+@check("quiz_7_1.key", hidden=True)
+def quiz_causal_length(answer, device):
+    """Is answer_7_1 the number of keys that query attends to?"""
+    value = expect_number(answer(), "answer_7_1")
+    T, length, t = 8, 5, 6
+    allowed = sum(1 for j in range(T) if j <= t and j < length)  # causal and within the padding
+    if value != allowed:
+        raise CheckError(
+            f"answer_7_1 = {value:g}, but query {t} of a sequence of valid length {length} may look "
+            f"at the keys j with j ≤ {t} (causal) and j < {length} (not padding): "
+            "both limits cut the row, so the length is the smaller of t + 1 and the valid length; "
+            "a padded query still attends to the valid keys before it"
+        )
+
+
+@check("quiz_7_2.key", hidden=True)
+def quiz_head_entry(answer, device):
+    """Is answer_7_2 the right option?"""
+    choice = expect_choice(answer(), "abcd", "answer_7_2")
+    if choice != "a":
+        raise CheckError(
+            f"answer_7_2 = {choice!r}: entry b·h + i holds head i of example b, so entry 4 with "
+            "h = 3 is example 4 // 3 = 1, head 4 % 3 = 1, features 4 to 7; every head of example 1 "
+            "needs example 1's valid length, which repeat_interleave (not repeat) puts at entry 4"
+        )
+
+
+@check("quiz_7_3.key", hidden=True)
+def quiz_parameters(answer, device):
+    """Is answer_7_3 the number of parameters?"""
+    value = expect_number(answer(), "answer_7_3")
+    # On the meta device: no memory, no draw from the notebook's random number generator.
+    expected, one_head = (
+        sum(p.numel() for p in nn.MultiheadAttention(64, h, bias=False, device="meta").parameters())
+        for h in (8, 1)
+    )
+    if value != expected:
+        raise CheckError(
+            f"answer_7_3 = {value:g}, but MultiHeadAttention(64, 8) has four 64 × 64 projections, "
+            f"as nn.MultiheadAttention(64, 8, bias=False) counts: the same {one_head} as with one "
+            "head, since the 8 heads of size 8 are column blocks of one 64 × 64 matrix per role"
+        )

@@ -5,10 +5,19 @@ slow path: the checks run with gradients enabled), LayerNorm by its formula,
 and properties (padding invariance, permutation equivariance).
 """
 
+import math
+
 import torch
 from torch import nn
 
-from checks._core import check, expect_close, random_tensor
+from checks._core import (
+    CheckError,
+    check,
+    expect_choice,
+    expect_close,
+    expect_number,
+    random_tensor,
+)
 from checks.transformer import block_contract, call, layer_norm, make_block, sublayer_dropout
 
 
@@ -146,3 +155,49 @@ def block_properties_hidden(TransformerBlock, device):
 def sublayer_dropout_statistics(TransformerBlock, device):
     """With dropout=0.3 in training, is each sublayer's output dropped once (a fraction ≈ 0.3 zeroed, the rest divided by 0.7)?"""
     sublayer_dropout(TransformerBlock, device, seed=12, p=0.3, B=6, T=7, d=12)
+
+
+# --------------------------------------------------------------------------
+# Check your understanding: the keys. The number is computed here from the model
+# the question states (variances of independent terms add), not copied from the key.
+# The book prints each check's question under the test cell: they do not give the answer away.
+# --------------------------------------------------------------------------
+
+
+@check("quiz_8_1.key", hidden=True)
+def quiz_layer_norm(answer, device):
+    """Is answer_8_1 the right option?"""
+    choice = expect_choice(answer(), "abcd", "answer_8_1")
+    if choice != "b":
+        raise CheckError(
+            f"answer_8_1 = {choice!r}: nn.LayerNorm(8) normalises over the last axis only, the 8 "
+            "features of one position; it uses no statistics across the batch or the sequence "
+            "(that is batch normalisation), so other sequences and padding cannot change a position"
+        )
+
+
+@check("quiz_8_2.key", hidden=True)
+def quiz_stream_growth(answer, device):
+    """Is answer_8_2 the standard deviation, to 2 %?"""
+    value = expect_number(answer(), "answer_8_2")
+    num_layers = 12
+    expected = math.sqrt(1 + 2 * num_layers)  # variances of independent terms add
+    if not abs(value - expected) <= 0.02 * expected:
+        raise CheckError(
+            f"answer_8_2 = {value:g}: the stream after {num_layers} blocks is X_0 plus "
+            f"{2 * num_layers} independent terms of variance 1, so its variance is the sum of "
+            "theirs and its standard deviation the square root of that sum"
+        )
+
+
+@check("quiz_8_3.key", hidden=True)
+def quiz_pre_post(answer, device):
+    """Is answer_8_3 the right option?"""
+    choice = expect_choice(answer(), "abcd", "answer_8_3")
+    if choice != "c":
+        raise CheckError(
+            f"answer_8_3 = {choice!r}: pre-norm normalises only the input of each sublayer "
+            "(X + f(LN(X))) and never the residual stream, so its output is not normalised and a "
+            "stack ends with a LayerNorm; both forms have the same parameters, and post-norm is "
+            "the one that is hard to train at depth"
+        )

@@ -87,3 +87,42 @@ def causal_row_by_row(X, valid_lens=None):
     ells = [T] * B if valid_lens is None else valid_lens.tolist()
     rows = [torch.arange(1, T + 1, device=X.device).clamp(max=min(ell, T)) for ell in ells]
     return torch.stack(rows)
+
+
+# ---------------------------------------------------------------- Check your understanding
+
+
+@unusual("quiz_7_1")
+def causal_length_as_a_float():
+    """The length as a float."""
+    answer_7_1 = 5.0  # noqa: F841
+
+
+@unusual("quiz_7_1")
+def causal_length_computed():
+    """The length computed: the smaller of t + 1 and the valid length."""
+    answer_7_1 = min(6 + 1, 5)  # noqa: F841
+
+
+@unusual("quiz_7_2")
+def head_entry_upper_case():
+    """The letter in upper case."""
+    answer_7_2 = "A"  # noqa: F841
+
+
+@unusual("quiz_7_2")
+def head_entry_with_spaces():
+    """The letter with spaces around it."""
+    answer_7_2 = " a "  # noqa: F841
+
+
+@unusual("quiz_7_3")
+def parameters_computed():
+    """The count as a product: four 64 × 64 projections."""
+    answer_7_3 = 4 * 64 * 64  # noqa: F841
+
+
+@unusual("quiz_7_3")
+def parameters_as_a_float():
+    """The count as a float."""
+    answer_7_3 = 16384.0  # noqa: F841

@@ -30,3 +30,44 @@ def block_named_steps(self, X, valid_lens=None):
     attended = self.attention(X, X, X, valid_lens)
     H = self.norm1(self.dropout(attended) + X)
     return self.norm2(self.dropout(self.ffn(H)) + H)
+
+
+# ---------------------------------------------------------------- Check your understanding
+
+
+@unusual("quiz_8_1")
+def layer_norm_upper_case():
+    """The letter in upper case."""
+    answer_8_1 = "B"  # noqa: F841
+
+
+@unusual("quiz_8_1")
+def layer_norm_with_a_space():
+    """The letter after a space."""
+    answer_8_1 = " b"  # noqa: F841
+
+
+@unusual("quiz_8_2")
+def stream_growth_computed():
+    """The square root of the summed variances, computed."""
+    import math
+
+    answer_8_2 = math.sqrt(1 + 2 * 12)  # noqa: F841
+
+
+@unusual("quiz_8_2")
+def stream_growth_measured():
+    """A value read off a simulation, within 2 % of the exact one."""
+    answer_8_2 = 4.98  # noqa: F841
+
+
+@unusual("quiz_8_3")
+def pre_post_upper_case():
+    """The letter in upper case."""
+    answer_8_3 = "C"  # noqa: F841
+
+
+@unusual("quiz_8_3")
+def pre_post_with_a_newline():
+    """The letter with a trailing newline."""
+    answer_8_3 = "c\n"  # noqa: F841

@@ -79,6 +79,11 @@ class Wrong:
         ref = reference(self.target)
         if inspect.isclass(ref):
             return type(self.target, (ref,), {"forward": self.fn, "__doc__": self.fn.__doc__})
+        if not callable(ref):
+            namespace: dict = {}
+            exec("\n".join(self.body()), namespace)
+            value = namespace[self.target]
+            return lambda: value
         return self.fn
 
     def body(self) -> list[str]:
@@ -161,6 +166,12 @@ def wrong(target: str, failures: Mapping[str, str]) -> Callable:
         return fn
 
     return register
+
+
+def exercise_of(group: str) -> str:
+    """The exercise a check group grades: ``masked_softmax.safety`` grades ``masked_softmax``,
+    ``quiz_7_1.key`` the question ``quiz_7_1`` (whose answer is ``answer_7_1``)."""
+    return group.split(".")[0]
 
 
 def cell_for(group: str) -> str:

@@ -597,3 +597,64 @@ def view_after_permute(X, num_heads):
     B, T, H = X.shape
     X = X.reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
     return X.view(B * num_heads, T, H // num_heads)
+
+
+# ---------------------------------------------------------------- Check your understanding
+# The body is what a student writes in the answer cell (a local here, hence the noqa).
+
+
+@wrong("quiz_7_1", {"quiz_7_1.key": "answer_7_1 = 7, but query 6 of a sequence of valid length 5"})
+def causal_length_ignores_padding():
+    """Only the causal limit: query 6 sees t + 1 = 7 keys, padding or not."""
+    answer_7_1 = 7  # noqa: F841
+
+
+@wrong("quiz_7_1", {"quiz_7_1.key": "answer_7_1 = 0, but query 6 of a sequence of valid length 5"})
+def padded_query_sees_nothing():
+    """A padded query gets no keys at all."""
+    answer_7_1 = 0  # noqa: F841
+
+
+@wrong(
+    "quiz_7_1",
+    {
+        "quiz_7_1": "answer_7_1 should be a finite number, got '5' (str)",
+        "quiz_7_1.key": "answer_7_1 should be a finite number, got '5' (str)",
+    },
+)
+def causal_length_as_text():
+    """The right length, as a string."""
+    answer_7_1 = "5"  # noqa: F841
+
+
+@wrong("quiz_7_2", {"quiz_7_2.key": "answer_7_2 = 'b': entry b·h + i holds head i of example b"})
+def heads_outermost():
+    """Entry i·B + b: the heads as the outer index."""
+    answer_7_2 = "b"  # noqa: F841
+
+
+@wrong("quiz_7_2", {"quiz_7_2.key": "answer_7_2 = 'c': entry b·h + i holds head i of example b"})
+def entry_right_lengths_repeated():
+    """The right entry, with the lengths of valid_lens.repeat(h)."""
+    answer_7_2 = "c"  # noqa: F841
+
+
+@wrong(
+    "quiz_7_2",
+    {"quiz_7_2": "answer_7_2 should be one of the letters 'a', 'b', 'c', 'd', got 'e'"},
+)
+def head_entry_not_an_option():
+    """A letter that is not one of the options."""
+    answer_7_2 = "e"  # noqa: F841
+
+
+@wrong("quiz_7_3", {"quiz_7_3.key": "answer_7_3 = 131072, but MultiHeadAttention(64, 8)"})
+def eight_full_size_heads():
+    """Each of the 8 heads with its own four 64 × 64 projections: 8 · 4 · 64²."""
+    answer_7_3 = 8 * 4 * 64 * 64  # noqa: F841
+
+
+@wrong("quiz_7_3", {"quiz_7_3.key": "answer_7_3 = 2048, but MultiHeadAttention(64, 8)"})
+def one_head_of_size_eight():
+    """The four projections of a single head of size 8: 4 · 64 · 8."""
+    answer_7_3 = 4 * 64 * 8  # noqa: F841

@@ -233,3 +233,61 @@ def sublayer_dropout_twice(self, X, valid_lens=None):
         return X + self.dropout(self.dropout(self.ffn(self.norm2(X))))
     X = self.norm1(X + self.dropout(self.dropout(self.attention(X, X, X, valid_lens))))
     return self.norm2(X + self.dropout(self.dropout(self.ffn(X))))
+
+
+# ---------------------------------------------------------------- Check your understanding
+# The body is what a student writes in the answer cell (a local here, hence the noqa).
+
+
+@wrong(
+    "quiz_8_1",
+    {"quiz_8_1.key": "answer_8_1 = 'a': nn.LayerNorm(8) normalises over the last axis"},
+)
+def layer_norm_over_the_batch():
+    """Batch normalisation's statistics: each feature over the batch and the positions."""
+    answer_8_1 = "a"  # noqa: F841
+
+
+@wrong(
+    "quiz_8_1",
+    {"quiz_8_1.key": "answer_8_1 = 'd': nn.LayerNorm(8) normalises over the last axis"},
+)
+def layer_norm_mixes_sequences():
+    """The other sequences of the batch enter a position's statistics."""
+    answer_8_1 = "d"  # noqa: F841
+
+
+@wrong("quiz_8_2", {"quiz_8_2.key": "answer_8_2 = 25: the stream after 12 blocks"})
+def stream_growth_as_variance():
+    """The variance, 1 + 24, instead of the standard deviation."""
+    answer_8_2 = 25  # noqa: F841
+
+
+@wrong("quiz_8_2", {"quiz_8_2.key": "answer_8_2 = 13: the stream after 12 blocks"})
+def stream_growth_adds_deviations():
+    """One per block and one for the input, as if standard deviations added: 1 + 12."""
+    answer_8_2 = 13  # noqa: F841
+
+
+@wrong(
+    "quiz_8_2",
+    {
+        "quiz_8_2": "answer_8_2: no answer yet: set it to a number",
+        "quiz_8_2.key": "answer_8_2: no answer yet: set it to a number",
+    },
+)
+def stream_growth_left_blank():
+    """The stub's ``...`` left in place."""
+    answer_8_2 = ...  # noqa: F841
+
+
+@wrong("quiz_8_3", {"quiz_8_3.key": "answer_8_3 = 'b': pre-norm normalises only the input"})
+def pre_norm_normalises_the_stream_answer():
+    """Pre-norm as X = LN(X); X = X + f(X): the stream itself normalised."""
+    answer_8_3 = "b"  # noqa: F841
+
+
+@wrong("quiz_8_3", {"quiz_8_3.key": "answer_8_3 = 'd': pre-norm normalises only the input"})
+def post_norm_trains_as_easily():
+    """A normalised output at every block taken for easy training at depth."""
+    answer_8_3 = "d"  # noqa: F841
