@@ -17,11 +17,6 @@ WRONG = load()
 checks.groups()  # loads the hidden groups into the registry
 
 
-def is_question(target: str) -> bool:
-    """Whether ``target`` is the answer to a conceptual question (``answer_7_1``), not code."""
-    return target.startswith("answer_")
-
-
 def test_at_least_five_wrong_answers_per_graded_function():
     """Are there at least five known-wrong implementations per graded function, and one
     per "Check your understanding" question?"""
