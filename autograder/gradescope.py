@@ -12,13 +12,14 @@
 
 On Gradescope, one container grades one submission; its fleet is the parallelism.
 ``run_autograder`` grades with the same worker as the local grader (timeouts, memory cap,
-integrity check of the checks), then reports every autograded test cell as a Gradescope
+the checks run outside the kernel), then reports every autograded test cell as a Gradescope
 test with ``score``, ``max_score``, ``status``, ``output`` and ``visibility``. Hidden test
 cells are reported without their code, with the visibility chosen at build time
 (``after_published`` by default); the summary students see counts only the visible
 tests' points. Written answers are left to Gradescope's manual grading. Kernels run in
-bubblewrap when the container allows namespaces (``"sandbox": "auto"`` in bundle.json;
-``"required"`` refuses to grade without; ``"off"``). The root folder is
+bubblewrap when the container allows namespaces, else (as root) as another user with
+rlimits (``"sandbox": "auto"`` in bundle.json; ``"required"`` refuses to grade without
+bubblewrap; ``"off"``); results.json is written after every process of theirs is gone. The root folder is
 ``$AUTOGRADER_ROOT`` (default ``/autograder``). ``tests/test_gradescope.py`` runs the
 bundle as Gradescope does, in bubblewrap with a temporary folder at ``/autograder``.
 """
@@ -29,6 +30,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -186,16 +188,43 @@ def _cell_text(cell) -> str:
     return "".join(parts).strip()
 
 
-def _sandbox_available() -> bool:
-    """Whether kernels can run in bubblewrap here; a container may forbid namespaces."""
-    from autograder.sandbox import SandboxUnavailable, check_available
+def _sandbox_mode(wanted: str) -> bool | str:
+    """How kernels are isolated here: bubblewrap (True), another user only ("user"), none.
 
+    A container may forbid namespaces (Docker without CAP_SYS_ADMIN). As root, kernels then
+    still run as another user, with rlimits; the grader's files become unreadable to it
+    (``umask 077``, the bundle's folder closed), and every process of that user is killed
+    before ``results.json`` is written. Only where even that is impossible (no root, no
+    CAP_SETUID) does ``"auto"`` grade without isolation, and say so.
+    """
+    from autograder.sandbox import FIRST_UID, SandboxUnavailable, check_available
+
+    if wanted == "off":
+        return False
     try:
         check_available()
         return True
     except SandboxUnavailable as err:
-        print(f"warning: grading without a sandbox: {err}", file=sys.stderr)
-        return False
+        if wanted == "required":
+            raise
+        reason = err
+    if os.geteuid() == 0:
+        probe = [
+            "setpriv",
+            f"--reuid={FIRST_UID}",
+            f"--regid={FIRST_UID}",
+            "--clear-groups",
+            "true",
+        ]
+        if subprocess.run(probe, capture_output=True).returncode == 0:
+            print(
+                f"warning: no namespaces here ({reason}); kernels run as another user "
+                f"(uid {FIRST_UID}) with rlimits, without bubblewrap",
+                file=sys.stderr,
+            )
+            return "user"
+    print(f"warning: grading without a sandbox: {reason}", file=sys.stderr)
+    return False
 
 
 def main(root: str) -> int:
@@ -209,6 +238,11 @@ def main(root: str) -> int:
     chapter = config["chapter"]
     results_path = root / "results" / "results.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
+    sandbox = _sandbox_mode(config.get("sandbox", "auto"))
+    if sandbox == "user":  # nothing of the grader's may be readable by the kernel's user
+        os.umask(0o077)
+        for folder in (source, results_path.parent):
+            folder.chmod(0o700)
 
     work = Path(tempfile.mkdtemp(prefix="grade-"))
     shutil.copytree(source / "course" / "source", work / "source")
@@ -229,13 +263,12 @@ def main(root: str) -> int:
         sub.problem = f"{problem} (expected {chapter}.ipynb)"
     else:
         collect.prepare(sub, lambda nb: chapter)
-    sandbox = config.get("sandbox", "auto")
     settings = grading.Settings(
         jobs=1,
         cell_timeout=config["cell_timeout"],
         notebook_timeout=config["notebook_timeout"],
         memory_mb=config["memory_mb"],
-        sandbox=sandbox == "required" or (sandbox == "auto" and _sandbox_available()),
+        sandbox=sandbox,
     )
     stats = grading.run(course, [sub], settings, log=lambda m: print(m, file=sys.stderr))
     problem = stats["failed"][0][1] if stats["failed"] else None

@@ -71,9 +71,12 @@ class Sandbox:
     uid: int | None = None  # None: run as this user, in a user namespace
     limits: Limits = field(default_factory=Limits)
     readonly: tuple[str, ...] = ()
+    namespaces: bool = True  # False: no bubblewrap, only another user and rlimits (root only)
 
     def command(self, argv: list[str], env: dict[str, str]) -> list[str]:
         """``argv`` wrapped in bwrap, prlimit and (as root) setpriv, with exactly ``env``."""
+        if not self.namespaces:
+            return self._user_only(argv, env)
         args = ["bwrap", "--die-with-parent", "--new-session", "--clearenv"]
         args += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
         if self.uid is None:
@@ -92,9 +95,12 @@ class Sandbox:
         args += ["--chdir", str(self.workdir)]
         for key, value in sorted(env.items()):
             args += ["--setenv", key, value]
+        return args + ["--"] + self._limited(argv)
+
+    def _limited(self, argv: list[str]) -> list[str]:
+        """``argv`` under prlimit and, with a uid, setpriv to that user."""
         lim = self.limits
-        args += [
-            "--",
+        args = [
             "prlimit",
             f"--as={lim.memory_mb * 2**20}",
             # per process, a backstop: the watchdog stops the whole tree first, and says why
@@ -116,6 +122,18 @@ class Sandbox:
                 "--",
             ]
         return args + list(argv)
+
+    def _user_only(self, argv: list[str], env: dict[str, str]) -> list[str]:
+        """Without namespaces (a container that forbids them): another user, rlimits, ``env``.
+
+        Weaker than bubblewrap: the kernel shares the network and sees the file system as
+        its user may; the grader keeps its own files unreadable (``umask 077``) and kills
+        every process of that user when the kernel ends (:func:`kill_user`).
+        """
+        if self.uid is None:
+            raise SandboxUnavailable("without namespaces the grader must run as root")
+        pairs = [f"{k}={v}" for k, v in sorted(env.items())]
+        return self._limited(["env", "-i", *pairs, *argv])
 
 
 def _parents(path: str) -> list[str]:
@@ -168,17 +186,45 @@ def check_available() -> None:
         )
 
 
-def prepare(workdir: Path, uid: int | None) -> Path:
+def prepare(workdir: Path, uid: int | None, namespaces: bool = True) -> Path:
     """Make ``workdir`` writable by the sandbox's user; return a fresh, short ipc folder.
 
-    The ipc folder is short because a Unix socket's path has at most 107 bytes.
+    The ipc folder is short because a Unix socket's path has at most 107 bytes. Without
+    namespaces the user reaches ``workdir`` through its real parents: they become
+    traversable (not listable), and everything in ``workdir`` becomes the user's.
     """
     ipc_dir = Path(tempfile.mkdtemp(prefix="attn-"))
     if uid is not None:
         for path in (workdir, ipc_dir):
             os.chown(path, uid, uid)
+        if not namespaces:
+            for parent in workdir.parents:
+                mode = parent.stat().st_mode
+                if not mode & 0o001:
+                    parent.chmod((mode & 0o7777) | 0o111)
+            for base, dirs, files in os.walk(workdir):
+                for name in dirs + files:
+                    os.chown(os.path.join(base, name), uid, uid, follow_symlinks=False)
+            (ipc_dir / "home").mkdir()
+            os.chown(ipc_dir / "home", uid, uid)
     ipc_dir.chmod(0o700)
     return ipc_dir
+
+
+def kill_user(uid: int) -> int:
+    """Kill every process of ``uid`` (the user-only mode's way to end a kernel's tree)."""
+    import psutil
+
+    killed = 0
+    for proc in psutil.process_iter(["uids"]):
+        uids = proc.info.get("uids")
+        if uids is not None and uid in (uids.real, uids.effective):
+            try:
+                proc.kill()
+                killed += 1
+            except psutil.Error:
+                pass
+    return killed
 
 
 class SandboxKernelManager(AsyncKernelManager):
@@ -191,11 +237,12 @@ class SandboxKernelManager(AsyncKernelManager):
 
     uid: int | None = None
     limits: Limits = Limits()
+    namespaces: bool = True  # False: the user-only mode (see Sandbox._user_only)
     active: list = []  # the sandboxes running now (the watchdog reads it)
 
     async def _async_pre_start_kernel(self, **kw):
         workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
-        self._ipc_dir = prepare(workdir, self.uid)
+        self._ipc_dir = prepare(workdir, self.uid, self.namespaces)
         self.transport = "ipc"
         self.ip = str(self._ipc_dir / "k")
         self.connection_file = str(self._ipc_dir / "kernel.json")
@@ -213,7 +260,12 @@ class SandboxKernelManager(AsyncKernelManager):
         for key in ("OMP_NUM_THREADS", "NBGRADER_EXECUTION"):
             if key in (kw.get("env") or os.environ):
                 env[key] = (kw.get("env") or os.environ)[key]
-        sandbox = Sandbox(workdir, self._ipc_dir, self.uid, self.limits, python_paths())
+        if not self.namespaces:  # no private /tmp: a home of its own, gone with the kernel
+            home = str(self._ipc_dir / "home")
+            env.update(HOME=home, MPLCONFIGDIR=f"{home}/matplotlib", IPYTHONDIR=f"{home}/ipython")
+        sandbox = Sandbox(
+            workdir, self._ipc_dir, self.uid, self.limits, python_paths(), self.namespaces
+        )
         self.sandbox = sandbox
         # bwrap itself needs no particular environment; the kernel gets exactly `env`.
         kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
@@ -234,6 +286,8 @@ class SandboxKernelManager(AsyncKernelManager):
         finally:
             if self in SandboxKernelManager.active:
                 SandboxKernelManager.active.remove(self)
+            if not self.namespaces and self.uid is not None and not restart:
+                kill_user(self.uid)  # its daemons too: nothing of it outlives the notebook
             ipc_dir = getattr(self, "_ipc_dir", None)
             if ipc_dir is not None and not restart:
                 shutil.rmtree(ipc_dir, ignore_errors=True)

@@ -73,6 +73,7 @@ def grade(job: dict) -> dict:
             (SandboxKernelManager,),
             {
                 "uid": FIRST_UID + job.get("slot", 0) if os.geteuid() == 0 else None,
+                "namespaces": job.get("sandbox") != "user",
                 "limits": Limits(
                     memory_mb=job.get("memory_mb", 4096),
                     cpu_seconds=job.get("notebook_timeout", 600),

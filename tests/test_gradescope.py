@@ -261,3 +261,52 @@ def test_a_container_without_namespaces_still_grades_fairly(image):
     assert "grading without a sandbox" in image[3]["no-namespaces"]
     if os.geteuid() == 0:  # as root, the other runs had their sandbox
         assert "grading without a sandbox" not in image[3].get("perfect", "")
+
+
+# Polls for results.json and overwrites it the moment it appears.
+DAEMON = """
+import pathlib, time
+path = pathlib.Path('/autograder/results/results.json')
+for _ in range(20000):
+    time.sleep(0.005)
+    try:
+        if path.exists():
+            path.write_text('{}')
+    except OSError:
+        pass
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_without_namespaces_student_code_runs_as_another_user(image):
+    """Docker's default (no CAP_SYS_ADMIN, so no namespaces, but root): does the kernel run as
+    another user who can neither read the bundle nor touch results.json, and is every process
+    of it gone before results.json is written, so that a daemon cannot rewrite it?"""
+    if os.geteuid() != 0:
+        pytest.skip("models a container that runs run_autograder as root")
+    folder = image[0]
+    folder.chmod(0o755)  # /autograder on Gradescope
+    nb = reference()
+    cell = next(
+        c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "sequence_mask"
+    )
+    attack = f"""
+import os, pathlib, subprocess, sys
+for action in (
+    lambda: pathlib.Path('/autograder/results/planted.txt').write_text('x'),
+    lambda: print(pathlib.Path('/autograder/source/checks/hidden/masking.py').read_text()),
+):
+    try:
+        action()
+    except OSError:
+        pass
+subprocess.Popen([sys.executable, '-c', {DAEMON!r}], start_new_session=True)
+"""
+    cell.source = cell.source + "\n" + attack
+    results = _grade(image, "user-only", nb, ["--cap-drop", "CAP_SYS_ADMIN"])
+    log = image[3]["user-only"]
+    assert "kernels run as another user" in log and "grading without a sandbox" not in log
+    # The daemon polled for results.json to overwrite it: it was gone before the file was.
+    assert results["score"] == VISIBLE + sum(HIDDEN) and results["tests"]
+    assert not (folder / "results" / "planted.txt").exists()  # not root: results/ is closed
