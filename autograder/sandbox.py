@@ -469,7 +469,10 @@ class Watchdog:
             reason = f"the notebook started {len(procs)} processes (limit {lim.processes})"
         elif cpu > lim.cpu_seconds:
             reason = f"the notebook used more than {lim.cpu_seconds} s of CPU time"
-        elif time.monotonic() - self.folder_checked.get(pid, 0.0) > FOLDER_CHECK_SECONDS:
+        elif (
+            getattr(km, "sandbox", None) is not None
+            and time.monotonic() - self.folder_checked.get(pid, 0.0) > FOLDER_CHECK_SECONDS
+        ):
             self.folder_checked[pid] = time.monotonic()
             reason = folder_over_limits(km.sandbox.workdir, lim)
         started = km.cell_started_cpu
