@@ -26,6 +26,19 @@ except KeyboardInterrupt:
 """
 
 
+@pytest.fixture(autouse=True)
+def no_process_left():
+    """Kill what a test started, even when it fails before its own clean-up."""
+    yield
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+
+
 class FakeKernel(SandboxKernelManager):
     """Only what the watchdog reads: the tree's first process, its limits, its cell mark."""
 
