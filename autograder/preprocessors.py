@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
+import secrets
 import socket
 import tempfile
 import threading
@@ -211,7 +212,8 @@ class CheckedExecute(CpuTimedExecute):
         private = None
         if folder is None:  # no sandbox (trusted code only): a folder of our own
             private = folder = tempfile.mkdtemp(prefix="attn-")
-        path = os.path.join(str(folder), f"c{index}.sock")
+        # A name the kernel cannot guess, so it cannot take the place first.
+        path = os.path.join(str(folder), f"c{index}-{secrets.token_hex(4)}.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
         os.chmod(path, 0o777)  # the sandbox's user connects; the folder itself is private
