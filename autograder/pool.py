@@ -5,11 +5,14 @@ inherited by the kernels it starts), reading jobs as JSON lines and answering ea
 one. :func:`autograder.grading.run` hands jobs to idle workers and kills and replaces a
 worker whose job runs past the wall-clock backstop.
 
-Why not ``concurrent.futures``: a ``ProcessPoolExecutor`` cannot stop one running task, and
-a hung notebook must be stopped alone, its worker replaced, and the rest of the batch left
-running. pebble's ``ProcessPool`` can do that, but each of its workers is a fork of this
-process: the grading worker must instead start clean (without the repository on its path
-and with its own memory cap) and keep nbgrader imported between jobs.
+Why not a maintained pool (``concurrent.futures``, pebble): ``ProcessPoolExecutor`` cannot
+stop one running task, and a notebook past its wall-clock backstop must be stopped alone,
+its worker replaced, the rest of the batch left running. pebble's ``ProcessPool`` can stop
+one task, but it decides which worker takes a job: here each worker has a fixed *slot*, and
+its kernels run as that slot's uid (``autograder.sandbox.FIRST_UID + slot``), which is what
+keeps two students' kernels under separate process limits and lets the user-only mode kill
+everything of one kernel by its uid. A job must therefore go to a known worker, which is
+what :func:`autograder.grading.run` does with these :class:`Worker` objects.
 """
 
 from __future__ import annotations
