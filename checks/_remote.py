@@ -23,9 +23,9 @@ data (a module, a function, an array) stay in the kernel and are named by a hand
 What the proxies keep of a local call's behaviour:
 
 - the values returned, the inputs after the call (a change in place shows up in the
-  caller's tensors, as it would locally) and the global random state (sent before the
-  call, taken back after it, so that dropout and ``torch.manual_seed`` behave as if the
-  call were local);
+  caller's tensors, as it would locally) and the global random state (sent before a call
+  whenever the checks changed it, so that seeded construction and dropout draw what they
+  would draw locally; never taken back, so the kernel cannot choose the checks' inputs);
 - gradients: an output that depends on inputs (or parameters) that require grad comes
   back attached to them through :class:`_RemoteCall`, whose backward asks the kernel
   for the gradients of that call;
@@ -311,10 +311,11 @@ class _Server:
         unique = _tensors_of((args, kwargs))
         for index in inputs:
             unique[index].requires_grad_(True)
-        if request.get("rng") is not None:
-            torch.set_rng_state(request["rng"])
-        if request.get("cuda_rng") and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(request["cuda_rng"])
+        rng = request.get("rng")  # [CPU state, CUDA states...] when the checks changed it
+        if rng is not None:
+            torch.set_rng_state(rng[0])
+            if len(rng) > 1 and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(rng[1:])
         watches = [_contract.WATCHES[name]() for name in request.get("watches", [])]
         with contextlib.ExitStack() as stack:
             for watch in watches:
@@ -324,11 +325,8 @@ class _Server:
         reply = {
             "out": self.encode(out),
             "inputs": [t.detach() for t in unique],
-            "rng": torch.get_rng_state(),
             "watches": [w.report() for w in watches],
         }
-        if torch.cuda.is_available():
-            reply["cuda_rng"] = torch.cuda.get_rng_state_all()
         flat = [t for t in _tensors_of(out) if isinstance(t, torch.Tensor)]
         reply["out_grad"] = [bool(t.requires_grad) for t in flat]
         if module is not None:  # did the call itself change the module's tensors?
@@ -434,6 +432,7 @@ class Session:
         self.sock = sock
         self.proxies: dict[int, object] = {}
         self.lock = threading.Lock()
+        self._rng_sent: list | None = None  # the random states the kernel last got
 
     # ---- one request
 
@@ -550,11 +549,9 @@ class Session:
             grad_inputs=grad_inputs,
             module=module._ref if module is not None else None,
             state=state,
-            rng=torch.get_rng_state(),
+            rng=self._rng_if_changed(),
             watches=[w.NAME for w in _active_watches()],
         )
-        if torch.cuda.is_available():
-            request["cuda_rng"] = torch.cuda.get_rng_state_all()
         if grad_inputs or (grad and params):
             box = {}
             leaves = [tensors[i] for i in grad_inputs] + [p for _, p in params]
@@ -569,11 +566,27 @@ class Session:
         self._after_call(reply, tensors, module)
         return out
 
+    def _rng_if_changed(self):
+        """The grader's random state if the checks changed it since the last call, else None.
+
+        The kernel draws from the state it was last sent, so a seeded block of calls draws
+        what it would draw locally (``build``'s seeded constructor, dropout under ``seeded``).
+        The kernel's state never comes back: nothing the kernel does can choose the random
+        inputs that the checks draw here.
+        """
+        with _untracked():
+            state = [torch.get_rng_state()]
+            if torch.cuda.is_available():
+                state += torch.cuda.get_rng_state_all()
+            sent = self._rng_sent
+            if sent is not None and len(sent) == len(state):
+                if all(torch.equal(a, b) for a, b in zip(sent, state)):
+                    return None
+            self._rng_sent = state
+            return state
+
     def _after_call(self, reply: dict, tensors: list, module) -> None:
         with _untracked():
-            torch.set_rng_state(_tensor(reply.get("rng"), "the random state"))
-            if reply.get("cuda_rng") and torch.cuda.is_available():
-                torch.cuda.set_rng_state_all(reply["cuda_rng"])
             after = reply.get("inputs") or []
             if len(after) != len(tensors):
                 raise RemoteError("the notebook did not send back the inputs after the call")

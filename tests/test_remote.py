@@ -126,17 +126,21 @@ def test_a_name_the_notebook_lacks_is_the_students_name_error(session):
     assert caught.value.type_name == "NameError"
 
 
-def test_random_state_travels_with_each_call(session):
-    """Does dropout in the other process draw exactly what it would draw here?"""
+def test_random_state_travels_to_the_kernel_and_never_back(session):
+    """Does dropout in the other process draw what it would draw here under the same seed,
+    go on drawing fresh masks, and leave the grader's own random state alone?"""
     remote = session.target("dropout:")
     x = torch.ones(1000)
     torch.manual_seed(3)
-    there = remote(x, 0.5, True)
-    after_there = torch.rand(3)
+    first, second = remote(x, 0.5, True), remote(x, 0.5, True)
+    mine = torch.rand(3)  # the grader's stream: not advanced by the kernel's draws
     torch.manual_seed(3)
     here = torch.nn.functional.dropout(x, 0.5, True)
-    after_here = torch.rand(3)
-    assert torch.equal(there, here) and torch.equal(after_there, after_here)
+    again = torch.nn.functional.dropout(x, 0.5, True)
+    torch.manual_seed(3)
+    assert torch.equal(first, here) and torch.equal(second, again)
+    assert not torch.equal(first, second)
+    assert torch.equal(mine, torch.rand(3))
 
 
 def test_gradients_come_back_through_the_proxy(session):
