@@ -100,7 +100,8 @@ def _recv(sock: socket.socket):
 #   ("__dtype__", "float64")          a torch.dtype
 #   ("__device__", "cuda:0")          a torch.device
 #   ("__tuple__", [items])            a tuple (kept apart from lists)
-_TAGS = ("__ref__", "__dtype__", "__device__", "__tuple__", "__call__")
+#   ("__ellipsis__",)                 ... (an answer cell left as the notebook gives it)
+_TAGS = ("__ref__", "__dtype__", "__device__", "__tuple__", "__ellipsis__")
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -149,6 +150,8 @@ class _Server:
     def encode(self, value):
         if value is None or isinstance(value, (bool, int, float, str)):
             return value
+        if value is ...:
+            return ("__ellipsis__",)
         if isinstance(value, torch.Tensor):
             return value.detach()
         if isinstance(value, torch.dtype):
@@ -174,6 +177,8 @@ class _Server:
                 return torch.device(value[1])
             if tag == "__tuple__":
                 return tuple(self.decode(v) for v in value[1])
+            if tag == "__ellipsis__":
+                return ...
         if isinstance(value, list):
             return [self.decode(v) for v in value]
         if isinstance(value, dict):
@@ -476,6 +481,8 @@ class Session:
                 return torch.device(str(value[1]))
             if tag == "__tuple__":
                 return tuple(self.decode(v) for v in value[1])
+            if tag == "__ellipsis__":
+                return ...
             raise RemoteError(f"the notebook sent a malformed value {tag!r}")
         if isinstance(value, list):
             return [self.decode(v) for v in value]
@@ -503,6 +510,8 @@ class Session:
             return {k: self.encode(v, memo) for k, v in value.items()}
         if value is None or isinstance(value, (bool, int, float, str)):
             return value
+        if value is ...:
+            return ("__ellipsis__",)
         raise TypeError(f"cannot send a {type(value).__name__} to the notebook")
 
     def proxy_for(self, ref: int, kind: str, name: str):

@@ -14,7 +14,7 @@ import pytest
 
 from autograder import collect, grading
 from autograder.course import COURSE_ID, Course
-from tests.hostile import CHAPTER, reference
+from tests.hostile import AUTO_POINTS, CHAPTER, reference
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -352,9 +352,9 @@ def test_every_file_gets_a_row_and_a_reason(tmp_path):
     rows = {r["student_id"]: r for r in csv.DictReader(out.open(encoding="utf-8"))}
     assert set(rows) == {"张伟", "李娜", "bob"}
     assert {k: float(r["score"]) for k, r in rows.items()} == {
-        "张伟": 10.0,
+        "张伟": AUTO_POINTS,
         "李娜": 0.0,
-        "bob": 10.0,
+        "bob": AUTO_POINTS,
     }
     problems = list(csv.DictReader((out.parent / "problems.csv").open(encoding="utf-8")))
     reasons = {(p["student_id"], p["problem"].split(" ")[0]) for p in problems}

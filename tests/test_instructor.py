@@ -21,7 +21,15 @@ from nbgrader.api import Gradebook
 from autograder import grading
 from autograder import notebooks as nbs
 from autograder.course import COURSE_ID, Course
-from tests.hostile import CHAPTER, SEQUENCE_MASK_CELLS, _wrong_sequence_mask, reference
+from tests.hostile import (
+    AUTO_POINTS,
+    CHAPTER,
+    SEQUENCE_MASK_CELLS,
+    SEQUENCE_MASK_POINTS,
+    TEST_CELLS,
+    _wrong_sequence_mask,
+    reference,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 # Grading runs (the slow tests) take minutes; a hang still fails with a traceback.
@@ -126,8 +134,8 @@ def test_manual_scores_survive_a_regrade(small_class):
     with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
         assert gb.find_grade(written, CHAPTER, CHAPTER, "right0").manual_score == 1.5
         assert gb.find_grade(written, CHAPTER, CHAPTER, "wrong0").manual_score is None
-    assert auto_score(course.db_url, "right0") == 10
-    assert auto_score(course.db_url, "wrong0") == 6
+    assert auto_score(course.db_url, "right0") == AUTO_POINTS
+    assert auto_score(course.db_url, "wrong0") == AUTO_POINTS - SEQUENCE_MASK_POINTS
 
 
 @pytest.mark.slow
@@ -182,8 +190,8 @@ def test_an_interrupted_run_resumes_without_regrading_or_losing(tmp_path):
     finally:
         ledger.close()
     for i in range(3):
-        assert auto_score(f"sqlite:///{db}", f"right{i}") == 10
-        assert auto_score(f"sqlite:///{db}", f"wrong{i}") == 6
+        assert auto_score(f"sqlite:///{db}", f"right{i}") == AUTO_POINTS
+        assert auto_score(f"sqlite:///{db}", f"wrong{i}") == AUTO_POINTS - SEQUENCE_MASK_POINTS
 
 
 # ---------------------------------------------------------------- PostgreSQL (slow)
@@ -311,15 +319,18 @@ def test_two_shards_grade_into_one_postgresql_gradebook(postgres, tmp_path, monk
         assert len(ledger.graded()) == 5
     finally:
         ledger.close()
-    assert [auto_score(postgres, f"right{i}") for i in range(2)] == [10, 10]
-    assert [auto_score(postgres, f"wrong{i}") for i in range(2)] == [6, 6]
-    assert auto_score(postgres, "snoop") == 10
+    assert [auto_score(postgres, f"right{i}") for i in range(2)] == [AUTO_POINTS] * 2
+    assert [auto_score(postgres, f"wrong{i}") for i in range(2)] == [
+        AUTO_POINTS - SEQUENCE_MASK_POINTS
+    ] * 2
+    assert auto_score(postgres, "snoop") == AUTO_POINTS
     rows = (tmp_path / "g2.csv").read_text().splitlines()
     assert len(rows) == 6  # the header and all five students, from the shared database
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert PG_SECRET.encode() not in path.read_bytes(), path
-    (snooped,) = tmp_path.glob("machine*/autograded/snoop/masking/masking.ipynb")
+    # what it printed is kept for the instructor only (never in the autograded notebook)
+    (snooped,) = tmp_path.glob("machine*/.grading/outputs/snoop/masking.ipynb")
     assert "SNOOPED [None, None" in snooped.read_text()  # the cell ran, and found nothing
 
 
@@ -329,7 +340,7 @@ def test_two_shards_grade_into_one_postgresql_gradebook(postgres, tmp_path, monk
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "kind, expected_score",
-    [("wrong", 6.0), ("missing", 0.0), ("empty", 0.0)],
+    [("wrong", AUTO_POINTS - SEQUENCE_MASK_POINTS), ("missing", 0.0), ("empty", 0.0)],
 )
 def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expected_score):
     """Does run_autograder, pointed at a fake /autograder (AUTOGRADER_ROOT), grade a wrong,
@@ -364,12 +375,11 @@ def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expe
     assert results["score"] == expected_score
     assert {"score", "output", "visibility", "tests"} <= results.keys()
     names = [t["name"] for t in results["tests"]]
-    assert names[0] == "test_sequence_mask" and len(names) == 8
+    assert names == list(TEST_CELLS)
     for test in results["tests"]:
         assert {"name", "score", "max_score", "status", "output", "visibility"} <= test.keys()
-        assert test["visibility"] == (
-            "visible" if test["name"].startswith("test_") else "after_published"
-        )
+        hidden = TEST_CELLS[test["name"]][1]
+        assert test["visibility"] == ("after_published" if hidden else "visible")
         assert "run_hidden" not in test["output"]
     if kind in ("missing", "empty"):
         assert "could not be graded" in results["output"]

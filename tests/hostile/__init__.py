@@ -33,6 +33,21 @@ MASKED_SOFTMAX_CELLS = [
     "hidden_masked_softmax_safety",
 ]
 ALL_CELLS = SEQUENCE_MASK_CELLS + MASKED_SOFTMAX_CELLS
+
+
+def _test_cells() -> dict[str, tuple[float, bool]]:
+    """The chapter's autograded test cells, in order: grade_id -> (points, has hidden tests)."""
+    cells = {}
+    for cell in nbs.read(nbs.notebook_path(CHAPTER)).cells:
+        meta = nbs.nbgrader_meta(cell)
+        if nbs.is_test(cell) and cell.cell_type == "code":
+            cells[meta["grade_id"]] = (float(meta["points"]), nbs.HIDDEN_MARKERS[0] in cell.source)
+    return cells
+
+
+TEST_CELLS = _test_cells()
+AUTO_POINTS = sum(points for points, _ in TEST_CELLS.values())  # every autograded point
+SEQUENCE_MASK_POINTS = sum(TEST_CELLS[c][0] for c in SEQUENCE_MASK_CELLS)
 # CPU seconds per cell and per notebook; the wall clock is a backstop wall_factor times larger.
 SETTINGS = {"cell_timeout": 4, "notebook_timeout": 30, "wall_factor": 5, "memory_mb": 2048}
 
