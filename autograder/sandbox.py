@@ -39,7 +39,10 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-FIRST_UID = 61000  # uids FIRST_UID + worker index: no account has them on Debian
+# uids FIRST_UID + worker index: no account has them on Debian. Two grading runs on one
+# machine (two checkouts' tests side by side) must not share uids: the user-only mode kills
+# every process of its uid, and RLIMIT_NPROC counts them all. AUTOGRADER_FIRST_UID moves them.
+FIRST_UID = int(os.environ.get("AUTOGRADER_FIRST_UID", "61000"))
 TMP_BYTES = 256 * 2**20
 RLIMIT_CPU_MARGIN = 30  # CPU seconds the per-process rlimit allows beyond the tree's limit
 INTERRUPT_GRACE_CPU = 5.0  # CPU seconds a cell may go on after its interrupt before the kill
