@@ -1,7 +1,8 @@
 # Attention, Step by Step: the one entry point.
 #   make check    the quick loop while you work (under 2 minutes)
 #   make test     the whole suite, as CI runs it (installs everything, the browser included)
-#   make book     build the book into _build/html (EDITION=student: the edition without solutions)
+#   make book     build the book into _build/html (EDITION=student: the edition without solutions;
+#                 COURSE_LANG=zh: the Chinese book, both editions, from locale/zh_CN)
 #   make release  student notebooks for every chapter (nbgrader), in _course/release
 # Run `make help` for the rest.
 
@@ -18,7 +19,7 @@ JB_FLAGS := -W --keep-going
 export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help install system book book-test test test-slow test-notebooks check unit smoke nbval launch-test lint format export check-export outputs release bench-grading bench-attention clean
+.PHONY: help install system book book-edition catalogs book-test test test-slow test-notebooks check unit smoke nbval launch-test lint format export check-export outputs release bench-grading bench-attention clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -44,8 +45,9 @@ install: $(VENV)/.installed _vendor/mathjax/tex-chtml.js  ## create .venv from r
 # Debian packages the full suite needs: chromium (browser tests of the book), postgresql
 # (sharded PostgreSQL gradebooks), bubblewrap (sandboxing). Installed with apt-get when
 # missing (with sudo when not root), exactly as on a fresh CI machine.
-SYSTEM_PACKAGES := chromium:/usr/bin/chromium postgresql:/usr/lib/postgresql/*/bin/initdb bubblewrap:/usr/bin/bwrap
-system:  ## install the Debian packages the full suite needs (chromium, postgresql, bubblewrap)
+# fonts-noto-cjk: Chromium draws the Chinese edition with it (no missing glyphs).
+SYSTEM_PACKAGES := chromium:/usr/bin/chromium postgresql:/usr/lib/postgresql/*/bin/initdb bubblewrap:/usr/bin/bwrap fonts-noto-cjk:/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
+system:  ## install the Debian packages the full suite needs (chromium, postgresql, bubblewrap, CJK fonts)
 	@missing=""; for entry in $(SYSTEM_PACKAGES); do \
 	  ls $${entry#*:} >/dev/null 2>&1 || missing="$$missing $${entry%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
@@ -58,24 +60,50 @@ system:  ## install the Debian packages the full suite needs (chromium, postgres
 # ---------------------------------------------------------------- the book
 # EDITION=reader (default): _build/html, solutions behind "Show solution".
 # EDITION=student: _build/student/html, no solution text at all (its own stage and cache).
+# COURSE_LANG=zh: the Chinese book, translated by Sphinx from locale/zh_CN (autograder/i18n),
+# both editions unless EDITION names one: _build/zh/html and _build/zh/student/html, each
+# linked as zh/ inside the English build of its edition, the layout publish.yml publishes
+# (English at the root, Chinese under zh/), so that the language switcher works locally.
+COURSE_LANG ?= en
+ifeq ($(COURSE_LANG),en)
 EDITION ?= reader
-ifeq ($(EDITION),student)
-BOOK_STAGE := _build/student/stage
-BOOK_OUT := _build/student
-BOOK_HTML := _build/student/html
+LANG_BUILD := _build
 else
-BOOK_STAGE := $(STAGE)
-BOOK_OUT := .
-BOOK_HTML := _build/html
+EDITION ?= reader student
+LANG_BUILD := _build/$(COURSE_LANG)
 endif
+BOOK_EDITION ?= reader
+EDITION_DIR := $(LANG_BUILD)$(if $(filter student,$(BOOK_EDITION)),/student)
+BOOK_STAGE := $(EDITION_DIR)/stage
+BOOK_OUT := $(if $(filter en-reader,$(COURSE_LANG)-$(BOOK_EDITION)),.,$(EDITION_DIR))
+BOOK_HTML := $(EDITION_DIR)/html
+# The English build of the edition: the site's root, where zh/ links to the Chinese build.
+SITE_HTML := _build$(if $(filter student,$(BOOK_EDITION)),/student/_build)/html
 
-book: install  ## build the book (EDITION=reader|student) into _build/html or _build/student/html
-	$(PY) -m autograder stage-book --edition $(EDITION) $(BOOK_STAGE)
+book: install  ## build the book (EDITION=reader|student, COURSE_LANG=en|zh) into _build/…/html
+	@for edition in $(EDITION); do \
+	  $(MAKE) --no-print-directory book-edition BOOK_EDITION=$$edition; done
+
+book-edition:
+	$(PY) -m autograder stage-book --edition $(BOOK_EDITION) --lang $(COURSE_LANG) $(BOOK_STAGE)
 	$(BIN)/jupyter-book build $(BOOK_STAGE) --path-output $(BOOK_OUT) $(JB_FLAGS)
 	@if [ "$(BOOK_OUT)" != . ]; then ln -sfn _build/html $(BOOK_HTML); fi
-	@echo "The $(EDITION) edition is in $(BOOK_HTML)/index.html"
+	@if [ "$(COURSE_LANG)" != en ]; then mkdir -p $(SITE_HTML) && ln -sfn \
+	  "$$(realpath -m --relative-to=$(SITE_HTML) $(EDITION_DIR)/_build/html)" $(SITE_HTML)/$(COURSE_LANG); fi
+	@echo "The $(BOOK_EDITION) edition ($(COURSE_LANG)) is in $(BOOK_HTML)/index.html"
 
-book-test: install system  ## browser tests (Chromium) of the built book and the student edition's leak test
+# The translation catalogs, one per page, from the English source: Sphinx's gettext builder
+# over the reader edition, then sphinx-intl (see autograder/i18n/catalogs.py). Run it after
+# changing any text of the book; the tests fail while a catalog is out of date.
+CATALOG_LANGS := zh
+catalogs: install  ## update the translation catalogs (locale/) from the English source
+	$(PY) -m autograder stage-book --edition reader _build/gettext/stage
+	$(BIN)/jupyter-book build _build/gettext/stage --path-output _build/gettext \
+	  --builder custom --custom-builder gettext $(JB_FLAGS)
+	@for lang in $(CATALOG_LANGS); do \
+	  $(PY) -m autograder catalogs _build/gettext/_build/gettext --lang $$lang; done
+
+book-test: install system  ## browser tests (Chromium) of both languages' books and the student editions' leak tests
 	$(BIN)/pytest -m book tests/test_book.py
 
 # ---------------------------------------------------------------- checks
@@ -125,6 +153,7 @@ test-notebooks: install
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book EDITION=student
+	$(MAKE) --no-print-directory book COURSE_LANG=zh
 
 # Side by side, each stream gets one thread: PyTorch's OpenMP threads spin while they wait,
 # and two streams of two threads each on two cores made a 21 s training cell take over 300 s.
@@ -134,8 +163,8 @@ test: install system  ## everything CI runs: check, nbgrader end to end, nbval, 
 	$(MAKE) --no-print-directory book-test
 
 # ---------------------------------------------------------------- instructors
-release: install  ## nbgrader student notebooks for every chapter, in _course/release/
-	$(PY) -m autograder release
+release: install  ## nbgrader student notebooks for every chapter, in _course/release/ (COURSE_LANG=zh: _course/zh/)
+	$(PY) -m autograder release $(if $(filter-out en,$(COURSE_LANG)),--lang $(COURSE_LANG) --course-dir _course/$(COURSE_LANG))
 
 bench-grading: install  ## benchmark: plain nbgrader against `python -m autograder grade`, 40 notebooks
 	$(PY) benchmarks/grading.py

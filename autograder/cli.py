@@ -22,6 +22,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("chapters", nargs="*", help="chapters to release (default: all)")
     p.add_argument("--course-dir", type=Path, default=Path("_course"))
     p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
+    p.add_argument(
+        "--lang", default="en", help="language of the notebooks' text: en (default) or zh"
+    )
 
     p = sub.add_parser(
         "grade",
@@ -93,12 +96,25 @@ def main(argv: list[str] | None = None) -> int:
         default="reader",
         help="reader: solutions behind a toggle (default); student: no solution text at all",
     )
+    p.add_argument(
+        "--lang", default="en", help="language of the notebooks' text: en (default) or zh"
+    )
 
     p = sub.add_parser(
         "launchables",
         help="write the notebooks Colab, Binder and a hub open (stubs and self-checks) to DEST",
     )
     p.add_argument("dest", type=Path)
+    p.add_argument(
+        "--lang", default="en", help="language of the notebooks' text: en (default) or zh"
+    )
+
+    p = sub.add_parser(
+        "catalogs",
+        help="update the translation catalogs from Sphinx's templates (`make catalogs`)",
+    )
+    p.add_argument("pot_dir", type=Path, help="where Sphinx's gettext builder wrote the .pot")
+    p.add_argument("--lang", default="zh", help="the catalogs' language (default: zh)")
 
     args = parser.parse_args(argv)
     if args.command == "export":
@@ -108,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "release":
         from autograder.course import Course
 
-        Course(args.course_dir, db_url=args.db).release(args.chapters or None)
+        Course(args.course_dir, db_url=args.db, lang=args.lang).release(args.chapters or None)
         return 0
     if args.command == "grade":
         from autograder.course import Course
@@ -159,12 +175,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "stage-book":
         from autograder.editions import stage_book
 
-        stage_book(args.dest, edition=args.edition)
+        stage_book(args.dest, edition=args.edition, lang=args.lang)
         return 0
     if args.command == "launchables":
         from autograder.launch import write_launchables
 
-        written = write_launchables(args.dest)
+        written = write_launchables(args.dest, lang=args.lang)
         print(f"wrote {len(written)} launchable notebooks and the course package to {args.dest}")
         return 0
+    if args.command == "catalogs":
+        from autograder.i18n import catalogs
+
+        unplaced = catalogs.write_templates(args.pot_dir)
+        for line in unplaced:
+            print(f"error: Sphinx and autograder.i18n.pages disagree: {line}")
+        written = catalogs.update(args.pot_dir, args.lang)
+        print(f"{len(written)} catalog(s) changed")
+        return 1 if unplaced else 0
     return 2

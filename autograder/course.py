@@ -69,12 +69,19 @@ course itself (`pip install "{requirement}"`).
 """
 
 
-def setup_note(chapter: str) -> str:
+def setup_note(chapter: str, lang: str = "en") -> str:
     """The README.md of a released chapter folder: what it holds and how to run it."""
-    nb = nbs.read(nbs.notebook_path(chapter))
+    from autograder.i18n import gettext
+    from autograder.i18n.pages import translate_notebook
+
+    path = nbs.notebook_path(chapter)
+    page = path.relative_to(nbs.ROOT).with_suffix("").as_posix()
+    nb = translate_notebook(nbs.read(path), lang, page)
     heading = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
     title = heading.splitlines()[0].lstrip("# ").strip() if heading else chapter
-    return SETUP_NOTE.format(title=title, chapter=chapter, requirement=launch.course_requirement())
+    return gettext(lang, SETUP_NOTE).format(
+        title=title, chapter=chapter, requirement=launch.course_requirement()
+    )
 
 
 class GradingError(RuntimeError):
@@ -131,9 +138,15 @@ def without_password(db_url: str) -> str:
 
 class Course:
     def __init__(
-        self, root: Path = Path("_course"), *, timeout: int = 60, db_url: str | None = None
+        self,
+        root: Path = Path("_course"),
+        *,
+        timeout: int = 60,
+        db_url: str | None = None,
+        lang: str = "en",
     ):
         self.root = Path(root).resolve()
+        self.lang = lang  # the released notebooks' language (autograder.i18n); grading is the same
         self.timeout = timeout
         self.course_id = COURSE_ID
         self.db_url = (
@@ -237,6 +250,8 @@ class Course:
     # ------------------------------------------------------------ release
     def stage_source(self, chapter: str) -> Path:
         """Write ``source/<chapter>/``: the notebook, all checks, earlier chapters' solutions."""
+        from autograder.i18n.pages import translate_notebook
+
         notebook = nbs.notebook_path(chapter)
         src = self.root / "source" / chapter
         if src.exists():
@@ -250,11 +265,13 @@ class Course:
         # checks/ and solutions/ beside the notebook; it installs the course where the notebook
         # is opened alone (uploaded to Colab, say).
         nb.cells = launch.with_setup(nb.cells)
+        page = notebook.relative_to(nbs.ROOT).with_suffix("").as_posix()
+        nb = translate_notebook(nb, self.lang, page)  # markdown only: code and grades are shared
         launch.with_plain_figures(nb, src)  # Jupyter renders Markdown images, not MyST figures
         nbformat.write(nb, src / notebook.name)
         shutil.copytree(nbs.ROOT / "checks", src / "checks", ignore=IGNORE)
         self._stage_solutions(chapter, src / "solutions")
-        (src / "README.md").write_text(setup_note(chapter))
+        (src / "README.md").write_text(setup_note(chapter, self.lang))
         return src
 
     def _stage_solutions(self, chapter: str, dest: Path) -> None:

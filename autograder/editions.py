@@ -76,6 +76,14 @@ OUTPUTS_NOTE = {
     "does not show, not from this stub: the stub raises `NotImplementedError` until you fill it "
     "in, in your copy of the notebook.*",
 }
+# What stands in place of a written answer, and the model answer's dropdown title.
+YOUR_ANSWER = {
+    "reader": "**Your answer:** write it in your copy of the notebook, then compare.",
+    "student": "**Your answer:** write it in your copy of the notebook.",
+}
+MODEL_ANSWER = "A model answer"
+STUDENT_TITLE = "{title} (student edition)"
+MYST_TOOLTIP = "Download as MyST Markdown"
 
 
 def stub_source(source: str) -> str:
@@ -163,11 +171,11 @@ def edition_cells(nb: nbformat.NotebookNode, edition: str = "reader") -> list:
                 cells += [stub, note, _tagged(cell, "hide-input")]
         elif original.cell_type == "markdown" and nbs.is_solution(original):
             if student:
-                cell.source = "**Your answer:** write it in your copy of the notebook."
+                cell.source = YOUR_ANSWER["student"]
             else:
                 cell.source = (
-                    "**Your answer:** write it in your copy of the notebook, then compare.\n\n"
-                    "```{admonition} A model answer\n:class: dropdown\n\n"
+                    f"{YOUR_ANSWER['reader']}\n\n"
+                    f"```{{admonition}} {MODEL_ANSWER}\n:class: dropdown\n\n"
                     f"{original.source.strip()}\n```"
                 )
             cells.append(cell)
@@ -197,7 +205,7 @@ def edition_config(text: str, edition: str) -> str:
     if edition == "reader":
         return text
     config = yaml.safe_load(text)
-    config["title"] = f"{config.get('title', '')} (student edition)".strip()
+    config["title"] = STUDENT_TITLE.format(title=config.get("title", "")).strip()
     config.pop("launch_buttons", None)  # they open the source notebooks, solutions included
     html = config.setdefault("html", {})
     html["use_edit_page_button"] = False
@@ -222,7 +230,12 @@ def _sync_tree(src: Path, dest: Path) -> None:
                 shutil.copy2(path, target)
 
 
-def stage_book(dest: Path, root: Path = nbs.ROOT, edition: str = "reader") -> None:
+def stage_book(
+    dest: Path, root: Path = nbs.ROOT, edition: str = "reader", lang: str = "en"
+) -> None:
+    """Write an edition of the book to ``dest``; ``lang``: its language (autograder.i18n)."""
+    from autograder.i18n import book as i18n_book
+
     if edition not in EDITIONS:
         raise ValueError(f"unknown edition {edition!r}; the editions are {EDITIONS}")
     dest = dest.resolve()
@@ -230,7 +243,8 @@ def stage_book(dest: Path, root: Path = nbs.ROOT, edition: str = "reader") -> No
     for name in COPIED:
         data = (root / name).read_bytes()
         if name == "_config.yml":
-            data = edition_config(data.decode(), edition).encode()
+            text = edition_config(data.decode(), edition)
+            data = i18n_book.localize_config(text, lang, edition, root, dest).encode()
         _write_if_changed(dest / name, data)
     for name in STATIC:
         if (root / name).is_dir():
@@ -244,9 +258,12 @@ def stage_book(dest: Path, root: Path = nbs.ROOT, edition: str = "reader") -> No
             # The setup cell (autograder.launch) comes first, so that the downloadable notebook
             # runs anywhere; its tag remove-cell keeps it off the pages.
             nb.cells = launch.with_setup(edition_cells(nb, edition), root)
+            page = path.relative_to(root).with_suffix("").as_posix()
+            nb = i18n_book.localize_notebook(nb, lang, page, root)
             _write_if_changed(target, nbformat.writes(nb).encode())
         else:
             _write_if_changed(target, path.read_bytes())
+    i18n_book.stage_catalogs(dest, lang, root)
 
 
 # ---------------------------------------------------------------- downloads (Sphinx extension)
@@ -325,7 +342,7 @@ def _page_context(app, pagename, templatename, context, doctree):
                 "type": "link",
                 "url": url,
                 "text": ".md",
-                "tooltip": "Download as MyST Markdown",
+                "tooltip": MYST_TOOLTIP,
                 "icon": "fas fa-file-lines",
                 "label": "download-myst-button",
             }
@@ -349,11 +366,14 @@ def _retarget_launch_buttons(app, pagename, context):
 
 
 def _write_downloads(app, exception):
+    from autograder.i18n import sphinx as i18n_sphinx
+
     if exception is not None or app.builder.format != "html":
         return
     sources = Path(app.outdir) / "_sources"
     for docname, path in _notebook_docs(app):
         nb = downloadable(nbs.read(path))
+        nb = i18n_sphinx.translate_download(app, docname, nb)  # the build's language
         target = sources / f"{docname}.ipynb"
         _write_if_changed(target, nbformat.writes(nb).encode())
         _write_if_changed(target.with_suffix(".md"), to_myst(nb).encode())

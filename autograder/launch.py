@@ -205,9 +205,13 @@ def with_plain_figures(nb: nbformat.NotebookNode, dest: Path | None = None) -> l
     return used
 
 
-def launchable(nb: nbformat.NotebookNode, root: Path = nbs.ROOT) -> nbformat.NotebookNode:
-    """A chapter as Colab, Binder and a hub open it: setup, stubs, self-checks; no outputs."""
+def launchable(
+    nb: nbformat.NotebookNode, root: Path = nbs.ROOT, lang: str = "en", page: str = ""
+) -> nbformat.NotebookNode:
+    """A chapter as Colab, Binder and a hub open it: setup, stubs, self-checks; no outputs.
+    ``lang``: its language, from the catalogs of ``page`` (``book/<chapter>``)."""
     from autograder.editions import INTERNAL, edition_cells
+    from autograder.i18n.pages import translate_notebook
 
     nb = copy.deepcopy(nb)
     cells = [c for c in edition_cells(nb, "student") if c.metadata.get("edition") != INTERNAL]
@@ -222,6 +226,7 @@ def launchable(nb: nbformat.NotebookNode, root: Path = nbs.ROOT) -> nbformat.Not
             else:
                 cell.metadata.pop("tags", None)
     nb.cells = with_setup(cells, root)
+    nb = translate_notebook(nb, lang, page, root)
     with_plain_figures(nb)
     return nb
 
@@ -242,8 +247,11 @@ the MIT licence (LICENSE), the text under CC BY-SA 4.0 (LICENSE-text).
 """
 
 
-def write_launchables(dest: Path, root: Path = nbs.ROOT) -> list[Path]:
-    """Write the launchable tree (see the module docstring) to ``dest``; return the notebooks."""
+def write_launchables(dest: Path, root: Path = nbs.ROOT, lang: str = "en") -> list[Path]:
+    """Write the launchable tree (see the module docstring) to ``dest``; return the notebooks.
+    ``lang``: their language (the publishing workflow writes Chinese to ``zh/``)."""
+    from autograder.i18n import gettext
+
     dest = Path(dest).resolve()
     if dest.exists():
         shutil.rmtree(dest)
@@ -259,7 +267,7 @@ def write_launchables(dest: Path, root: Path = nbs.ROOT) -> list[Path]:
     repo = repository(root)
     hub = (config(root).get("launch_buttons") or {}).get("jupyterhub_url", "https://HUB")
     (dest / "README.md").write_text(
-        README.format(
+        gettext(lang, README, root).format(
             url=repo["url"],
             branch=repo["branch"],
             hub_link=nbgitpuller_link(hub, root),
@@ -268,7 +276,8 @@ def write_launchables(dest: Path, root: Path = nbs.ROOT) -> list[Path]:
     )
     written = []
     for path in nbs.chapter_notebooks(root):
-        nb = launchable(nbs.read(path), root)
+        page = path.relative_to(root).with_suffix("").as_posix()
+        nb = launchable(nbs.read(path), root, lang, page)
         target = dest / path.name
         nbformat.write(nb, target)
         with_plain_figures(nbs.read(path), dest)  # the image files the notebook shows

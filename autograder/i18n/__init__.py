@@ -1,0 +1,99 @@
+"""The course in other languages: gettext catalogs over the one English source.
+
+The English notebooks and pages under ``book/`` are the only source of text, code, checks
+and grades. A translation is a set of gettext catalogs, one per page of the book and one
+for the text the course's tools write (``course.po``)::
+
+    locale/zh_CN/LC_MESSAGES/book/<page>.po   the messages of book/<page>.ipynb or .md
+    locale/zh_CN/LC_MESSAGES/course.po        notes, prompts, titles and READMEs of autograder/
+    locale/zh_CN/translated.txt               the catalogs that must be complete (tests)
+    locale/zh_CN/terms.tsv                    the term pairs every translation keeps to
+
+This is the layout Sphinx reads with ``gettext_compact = False`` (a page's messages are in
+the catalog named after its document), so the Chinese pages come from Sphinx's own
+``language`` and ``locale_dirs``; the same catalogs translate the markdown cells of the
+downloadable notebooks, the launchable notebooks and a release
+(:func:`autograder.i18n.pages.translate_notebook`). Code cells, checks, solutions and grade
+cells are shared by every language and never copied.
+
+- :mod:`.markdown` finds the messages of MyST Markdown (as Sphinx does) and replaces them;
+- :mod:`.pages` lists the messages of every page and translates notebooks;
+- :mod:`.catalogs` updates the catalogs from the source (``make catalogs``) and checks them;
+- :mod:`.sphinx` is the Sphinx extension of a translated build (switcher, downloads).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder import notebooks as nbs
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str  # what COURSE_LANG and --lang take
+    locale: str  # Sphinx's `language` and the catalogs' folder
+    name: str  # in the language itself, for the language switcher
+    folder: str  # where its edition is published, relative to the English site's root
+
+
+SOURCE = "en"
+LANGUAGES = {
+    "en": Language("en", "en", "English", ""),
+    "zh": Language("zh", "zh_CN", "中文", "zh"),
+}
+LOCALE = "locale"
+COURSE = "course"  # the domain of the tools' own messages
+
+
+class MissingTranslation(LookupError):
+    pass
+
+
+def language(code: str) -> Language:
+    try:
+        return LANGUAGES[code]
+    except KeyError:
+        known = ", ".join(LANGUAGES)
+        raise ValueError(f"unknown language {code!r}; the languages are {known}") from None
+
+
+def catalog_dir(code: str, root: Path = nbs.ROOT) -> Path:
+    return root / LOCALE / language(code).locale / "LC_MESSAGES"
+
+
+def catalog_path(code: str, domain: str, root: Path = nbs.ROOT) -> Path:
+    """``locale/<locale>/LC_MESSAGES/<domain>.po``; a page's domain is its document name."""
+    return catalog_dir(code, root) / f"{domain}.po"
+
+
+@functools.cache
+def _read(path: Path, stamp: float) -> dict[str, str]:
+    import polib
+
+    return {
+        e.msgid: e.msgstr
+        for e in polib.pofile(str(path))
+        if e.msgstr and not e.fuzzy and not e.obsolete
+    }
+
+
+def translations(code: str, domain: str, root: Path = nbs.ROOT) -> dict[str, str]:
+    """The usable translations of a catalog (not fuzzy, not empty): msgid -> msgstr.
+
+    The source language, and a catalog that does not exist yet, translate nothing.
+    """
+    if code == SOURCE:
+        return {}
+    path = catalog_path(code, domain, root)
+    if not path.exists():
+        return {}
+    return _read(path, os.stat(path).st_mtime_ns)
+
+
+def gettext(code: str, msgid: str, root: Path = nbs.ROOT) -> str:
+    """``msgid`` (a message of the course's tools) in language ``code``, or as it is."""
+    return translations(code, COURSE, root).get(msgid, msgid)

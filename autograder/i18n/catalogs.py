@@ -1,0 +1,511 @@
+"""Catalogs: made from the source by Sphinx's gettext builder, updated by sphinx-intl, checked.
+
+``make catalogs`` (:func:`update`):
+
+1. stages the reader edition and runs Sphinx's gettext builder over it: one template
+   (``.pot``) per page, since ``gettext_compact`` is off;
+2. :func:`write_templates` takes out of each page's template the notes and prompts that
+   ``autograder.editions`` adds (they are ``course.pot``'s, translated once for every
+   page), adds a notebook's image alt texts and fold prompts (cell metadata, which
+   Sphinx never extracts), and gives every message the place of its source
+   (``book/masking.ipynb:70003`` is cell 7, line 3, as myst-nb counts);
+3. ``sphinx-intl update`` merges the templates into ``locale/<locale>/LC_MESSAGES``: new
+   messages come in untranslated, changed ones fuzzy with the old translation, removed
+   ones go;
+4. a message with nothing to translate (a number, display math, only code) gets itself
+   as its translation.
+
+:func:`problems` is what the tests check: every catalog listed in
+``locale/<locale>/translated.txt`` complete (nothing untranslated or fuzzy) and in step
+with the source (no message missing, none left over), and, in every catalog, each
+translation keeping its message's roles, code, math and links (:func:`markup_problems`)
+and the term pairs of ``terms.tsv`` (:func:`term_problems`).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from autograder import i18n
+from autograder import notebooks as nbs
+from autograder.i18n import markdown, pages
+
+MANIFEST = "translated.txt"
+TERMS = "terms.tsv"
+EDITIONS = "autograder/editions.py"
+SEARCH_BAR = "Search this book..."
+HEADER = (
+    "Translations of Attention, Step by Step: see autograder/i18n/__init__.py.\n"
+    "A location in a notebook is cell * 10000 + line (as myst-nb counts); the tests name both."
+)
+
+
+# ---------------------------------------------------------------- the course's own messages
+
+
+@dataclass(frozen=True)
+class CourseMessage:
+    msgid: str
+    where: str  # the file that says it
+    note: str = ""  # for the translator
+    python_format: bool = False
+    staged: bool = False  # written into the staged pages (not part of any page's catalog)
+
+
+def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
+    """What the course's tools write for readers: edition notes, titles, prompts, READMEs."""
+    from autograder import course, editions, launch
+    from autograder.i18n.sphinx import THEME_BUTTONS
+
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    sphinx = (config.get("sphinx") or {}).get("config") or {}
+    found = [
+        CourseMessage(config["title"], "_config.yml", "the book's title"),
+        CourseMessage(config["author"], "_config.yml", "the book's authors"),
+        CourseMessage(SEARCH_BAR, "jupyter-book", "the search box (jupyter-book's default text)"),
+        CourseMessage(
+            editions.STUDENT_TITLE,
+            "autograder/editions.py",
+            "the student edition's title",
+            python_format=True,
+        ),  # fmt: skip
+    ]
+    for key in ("nb_code_prompt_show", "nb_code_prompt_hide"):
+        if sphinx.get(key):
+            found.append(CourseMessage(sphinx[key], "_config.yml", f"{key}: a solution's fold"))
+    footer = (config.get("html") or {}).get("extra_footer")
+    if footer:
+        found.append(CourseMessage(footer.strip(), "_config.yml", "html.extra_footer (HTML)"))
+    for edition, note in editions.OUTPUTS_NOTE.items():
+        found.append(CourseMessage(note, EDITIONS, f"after a stub ({edition})", staged=True))
+    for edition, text in editions.YOUR_ANSWER.items():
+        found.append(CourseMessage(text, EDITIONS, f"a written answer ({edition})", staged=True))
+    found += [
+        CourseMessage(editions.MODEL_ANSWER, EDITIONS, "a model answer's title", staged=True),
+        CourseMessage(editions.MYST_TOOLTIP, "autograder/editions.py", "the .md download button"),
+        CourseMessage(
+            course.SETUP_NOTE, "autograder/course.py", "README.md of a released chapter",
+            python_format=True,
+        ),
+        CourseMessage(
+            launch.README, "autograder/launch.py", "README.md of the launchable notebooks",
+            python_format=True,
+        ),
+    ]  # fmt: skip
+    found += [
+        CourseMessage(m, "sphinx-book-theme", "a button of the page's header")
+        for m in THEME_BUTTONS
+    ]
+    return found
+
+
+def theme_messages() -> list[CourseMessage]:
+    """Strings of Sphinx's and the themes' templates that their own zh_CN catalogs leave in
+    English: the catalog ``sphinx.po``, which Sphinx adds to its own translations."""
+    from autograder.i18n.sphinx import THEME_TEMPLATES
+
+    return [CourseMessage(m, "pydata-sphinx-theme", "a template string") for m in THEME_TEMPLATES]
+
+
+UI = {"course": course_messages, "sphinx": lambda root=None: theme_messages()}
+
+
+# ---------------------------------------------------------------- templates
+
+
+def _occurrence(message: pages.Message) -> tuple[str, str]:
+    line = message.line if message.cell is None else message.cell * 10000 + message.line
+    return (message.file, str(line))
+
+
+def write_templates(pot_dir: Path, root: Path = nbs.ROOT) -> list[str]:
+    """Rewrite the page templates Sphinx wrote under ``pot_dir`` (see the module docstring)
+    and the templates of ``course`` and ``sphinx``; return where Sphinx and :mod:`.pages`
+    disagree (a message one of them finds and the other does not), which must not happen."""
+    import polib
+
+    ours = {m.msgid for m in course_messages(root) if m.staged}
+    unplaced = []
+    for page in nbs.toc_files(root):
+        path = pot_dir / f"{page}.pot"
+        pot = polib.pofile(str(path), wrapwidth=0)
+        found = pages.page_messages(page, root)
+        places: dict[str, list[pages.Message]] = {}
+        for m in found:
+            places.setdefault(m.msgid, []).append(m)
+        entries, order = [], {m.msgid: i for i, m in reversed(list(enumerate(found)))}
+        for entry in pot:
+            if entry.msgid in ours:
+                continue
+            if entry.msgid in places:
+                entry.occurrences = [_occurrence(m) for m in places[entry.msgid]]
+            else:
+                unplaced.append(f"{page}: {entry.msgid[:80]!r}")
+            entries.append(entry)
+        sphinx_has = {e.msgid for e in entries}
+        for m in found:
+            if m.kind not in pages.SPHINX_MISSES and m.msgid not in sphinx_has:
+                unplaced.append(f"{m.where}: Sphinx has no message {m.msgid[:80]!r}")
+        for m in found:
+            if m.kind in pages.SPHINX_MISSES and m.msgid not in sphinx_has:
+                sphinx_has.add(m.msgid)
+                entries.append(
+                    polib.POEntry(msgid=m.msgid, msgstr="", occurrences=[_occurrence(m)])
+                )
+        for entry in entries:
+            if any(m.kind in pages.SPHINX_MISSES for m in places.get(entry.msgid, [])):
+                entry.comment = "cell metadata (mystnb): " + ", ".join(
+                    sorted({m.kind for m in places[entry.msgid]})
+                )
+        entries.sort(key=lambda e: order.get(e.msgid, len(order)))
+        pot[:] = entries
+        pot.header = HEADER
+        pot.save(str(path))
+    for domain, messages in UI.items():
+        pot = polib.POFile(wrapwidth=0)
+        pot.header = HEADER
+        pot.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+        for m in messages(root):
+            flags = ["python-brace-format"] if m.python_format else []
+            pot.append(
+                polib.POEntry(
+                    msgid=m.msgid, msgstr="", occurrences=[(m.where, "1")], comment=m.note,
+                    flags=flags,
+                )
+            )  # fmt: skip
+        pot.save(str(pot_dir / f"{domain}.pot"))
+    return unplaced
+
+
+# ---------------------------------------------------------------- updating the catalogs
+
+
+_NOTHING = re.compile(r"\{[\w:]+\}`[^`]*`|`+[^`]*`+|\$\$.*?\$\$|\$[^$]*\$|https?://\S+", re.S)
+
+
+def needs_translation(msgid: str) -> bool:
+    """Whether a message has words: not a number, display math or only code and math."""
+    if msgid.startswith("\n"):  # display math, as Sphinx extracts it
+        return False
+    return bool(re.search(r"[^\W\d_]", _NOTHING.sub(" ", msgid)))
+
+
+def update(pot_dir: Path, code: str, root: Path = nbs.ROOT) -> list[Path]:
+    """sphinx-intl update, then fill in the messages with nothing to translate."""
+    import polib
+
+    lang = i18n.language(code)
+    subprocess.run(
+        [
+            Path(sys.executable).with_name("sphinx-intl"), "update", "--pot-dir", str(pot_dir),
+            "--locale-dir", str(root / i18n.LOCALE), "--language", lang.locale,
+            "--line-width", "0", "--no-obsolete", "--jobs", "1",
+        ],
+        check=True,
+    )  # fmt: skip
+    written = []
+    for path in sorted(i18n.catalog_dir(code, root).rglob("*.po")):
+        pot = pot_dir / path.relative_to(i18n.catalog_dir(code, root)).with_suffix(".pot")
+        if not pot.exists():  # a page that left the book
+            path.unlink()
+            written.append(path)
+            continue
+        po = polib.pofile(str(path), wrapwidth=0)
+        po.header = HEADER
+        po.metadata_is_fuzzy = False
+        po.metadata["Project-Id-Version"] = "Attention, Step by Step"
+        domain = path.relative_to(i18n.catalog_dir(code, root)).with_suffix("").as_posix()
+        for entry in po:
+            if not entry.msgstr and not needs_translation(entry.msgid):
+                entry.msgstr = entry.msgid
+            if domain not in UI:  # babel takes a role's or a formula's braces for a template
+                entry.flags = [f for f in entry.flags if not f.startswith("python")]
+        text = po.__unicode__()
+        if text != path.read_text(encoding="utf-8"):
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written
+
+
+# ---------------------------------------------------------------- checks
+
+
+def manifest(code: str, root: Path = nbs.ROOT) -> list[str]:
+    """The catalogs that must be complete: ``locale/<locale>/translated.txt``, one a line."""
+    path = root / i18n.LOCALE / i18n.language(code).locale / MANIFEST
+    if not path.exists():
+        return []
+    lines = [line.split("#", 1)[0].strip() for line in path.read_text().splitlines()]
+    return [line for line in lines if line]
+
+
+def catalogs(code: str, root: Path = nbs.ROOT) -> list[str]:
+    """The domains of every catalog there is: ``course`` and ``book/<page>``."""
+    base = i18n.catalog_dir(code, root)
+    return sorted(p.relative_to(base).with_suffix("").as_posix() for p in base.rglob("*.po"))
+
+
+def source_messages(domain: str, root: Path = nbs.ROOT) -> list[pages.Message]:
+    if domain in UI:
+        return [pages.Message(m.msgid, m.where, 1, kind=domain) for m in UI[domain](root)]
+    return pages.page_messages(domain, root)
+
+
+def _po(code: str, domain: str, root: Path):
+    import polib
+
+    return polib.pofile(str(i18n.catalog_path(code, domain, root)), wrapwidth=0)
+
+
+def _excerpt(msgid: str) -> str:
+    text = " ".join(msgid.split())
+    return repr(text if len(text) <= 70 else text[:67] + "...")
+
+
+def completeness_problems(code: str, domain: str, root: Path = nbs.ROOT) -> list[str]:
+    """Untranslated, fuzzy, missing and left-over messages of one catalog, each with where
+    its English is (chapter, cell and line) and where its entry is in the catalog."""
+    path = i18n.catalog_path(code, domain, root)
+    rel = path.relative_to(root)
+    if not path.exists():
+        return [f"{rel}: no catalog (run `make catalogs`)"]
+    source = source_messages(domain, root)
+    where = {}
+    for m in source:
+        where.setdefault(m.msgid, m.where)
+    found = []
+    entries = {}
+    for entry in _po(code, domain, root):
+        if entry.obsolete:
+            found.append(f"{rel}:{entry.linenum}: obsolete entry {_excerpt(entry.msgid)}")
+            continue
+        entries[entry.msgid] = entry
+        if entry.msgid not in where:
+            found.append(
+                f"{rel}:{entry.linenum}: {_excerpt(entry.msgid)} is no longer in the source "
+                "(run `make catalogs`)"
+            )
+        elif entry.fuzzy:
+            found.append(
+                f"{where[entry.msgid]}: fuzzy ({rel}:{entry.linenum}) {_excerpt(entry.msgid)}"
+            )
+        elif not entry.msgstr:
+            found.append(
+                f"{where[entry.msgid]}: untranslated ({rel}:{entry.linenum}) {_excerpt(entry.msgid)}"
+            )
+    for msgid, place in where.items():
+        if msgid not in entries:
+            found.append(f"{place}: not in {rel} (run `make catalogs`) {_excerpt(msgid)}")
+    return found
+
+
+PLACEHOLDER = re.compile(r"\{\w*\}|%\(\w+\)[sd]")
+_ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
+_CODE = re.compile(r"(`+)(.+?)\1", re.S)
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\s](?:[^$]*[^$\s])?)\$", re.S)
+_LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>|(?<![(<])(https?://[^\s)>]+)")
+
+
+def _role_target(name: str, text: str) -> str:
+    match = re.search(r"<([^<>]+)>\s*$", text)
+    return match[1].strip() if match else text.strip()
+
+
+def markup(text: str) -> dict[str, list[str]]:
+    """The parts of a message a translation must keep: roles (name and target), inline code,
+    math and link targets; sorted, so that their order may change."""
+    roles = [f"{{{n}}}`{_role_target(n, t)}`" for n, t in _ROLE.findall(text)]
+    rest = _ROLE.sub(" ", text)
+    code = [m[2] for m in _CODE.finditer(rest)]
+    rest = _CODE.sub(" ", rest)
+    math = [a or b for a, b in _MATH.findall(rest)]
+    rest = _MATH.sub(" ", rest)
+    links = [a or b or c for a, b, c in _LINK.findall(rest)]
+    return {
+        "role": sorted(roles),
+        "code": sorted(code),
+        "math": sorted(math),
+        "link": sorted(links),
+    }
+
+
+def _stray_stars(text: str) -> int:
+    """Asterisks that markdown-it leaves in a message's text: emphasis that did not form."""
+    tokens = markdown._parser(pages.extensions()).parseInline(text)
+    return sum(
+        child.content.count("*")
+        for token in tokens
+        for child in token.children or []
+        if child.type == "text"
+    )
+
+
+def markup_problems(code: str, domain: str, root: Path = nbs.ROOT) -> list[str]:
+    """Translations that lost, changed or added a role, inline code, math or a link."""
+    path = i18n.catalog_path(code, domain, root)
+    rel = path.relative_to(root)
+    found = []
+    for entry in _po(code, domain, root):
+        if not entry.msgstr or entry.obsolete:
+            continue
+        if entry.msgid.startswith("\n"):  # display math: itself, or nothing
+            if entry.msgstr != entry.msgid:
+                found.append(f"{rel}:{entry.linenum}: display math changed {_excerpt(entry.msgid)}")
+            continue
+        if domain in UI and PLACEHOLDER.search(entry.msgid):  # a template: its fields stay
+            want = sorted(re.findall(PLACEHOLDER, entry.msgid))
+            if sorted(re.findall(PLACEHOLDER, entry.msgstr)) != want:
+                found.append(f"{rel}:{entry.linenum}: placeholders {want} changed")
+            continue
+        if _stray_stars(entry.msgstr) > _stray_stars(entry.msgid):
+            found.append(
+                f"{rel}:{entry.linenum}: * or ** left as text in {_excerpt(entry.msgstr)}: "
+                "CommonMark does not open or close emphasis between a punctuation mark and a "
+                "letter, so write **学习目标**：, not **学习目标：**"
+            )
+        source, target = markup(entry.msgid), markup(entry.msgstr)
+        for kind in source:
+            if source[kind] != target[kind]:
+                lost = [x for x in source[kind] if x not in target[kind]]
+                added = [x for x in target[kind] if x not in source[kind]]
+                found.append(
+                    f"{rel}:{entry.linenum}: {kind} differs (missing {lost}, extra {added}) in "
+                    f"{_excerpt(entry.msgid)}"
+                )
+    return found
+
+
+# ---------------------------------------------------------------- term pairs
+
+
+@dataclass(frozen=True)
+class Term:
+    english: tuple[str, ...]  # the forms that count: "query", "queries"
+    chinese: tuple[str, ...]  # accepted renderings, the first one the glossary's
+    glossary: str  # the entry of book/glossary.md it belongs to, or ""
+    line: int
+
+    @property
+    def pattern(self) -> re.Pattern:
+        forms = "|".join(
+            r"[\s-]+".join(re.escape(w) for w in re.split(r"[\s-]+", f)) for f in self.english
+        )
+        return re.compile(rf"(?<![\w-])(?:{forms})(?![\w-])", re.IGNORECASE)
+
+
+def terms(code: str, root: Path = nbs.ROOT) -> list[Term]:
+    """``locale/<locale>/terms.tsv``: english forms | chinese renderings | glossary entry."""
+    path = root / i18n.LOCALE / i18n.language(code).locale / TERMS
+    found = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        english, chinese, glossary = (line.split("\t") + ["", ""])[:3]
+        found.append(
+            Term(
+                tuple(f.strip() for f in english.split("|")),
+                tuple(c.strip() for c in chinese.split("|")),
+                glossary.strip(),
+                n,
+            )
+        )
+    return found
+
+
+def _prose(text: str) -> str:
+    """Text without code, math, link targets and role targets (a role's title stays)."""
+
+    def title(match):
+        inner = match[2]
+        return re.sub(r"<[^<>]+>\s*$", "", inner) if "<" in inner else inner
+
+    text = _ROLE.sub(lambda m: " " + (title(m) if m[1] == "term" else "") + " ", text)
+    text = _CODE.sub(" ", text)
+    text = _MATH.sub(" ", text)
+    return re.sub(r"\]\([^)]*\)|https?://\S+", " ", text)
+
+
+def allowed(entry) -> set[str]:
+    """Terms a translator comment lets an entry render otherwise: ``# terms: value, key``
+    (with the reason after a dash), for the rare word that is not the listed term."""
+    found = set()
+    for line in (entry.tcomment or "").splitlines():
+        match = re.match(r"\s*terms:\s*([^—-]+)", line)
+        if match:
+            found |= {t.strip().lower() for t in match[1].split(",") if t.strip()}
+    return found
+
+
+def term_problems(code: str, domain: str, root: Path = nbs.ROOT) -> list[str]:
+    """Translations that render a listed English term otherwise than ``terms.tsv`` says."""
+    path = i18n.catalog_path(code, domain, root)
+    rel = path.relative_to(root)
+    found = []
+    listed = terms(code, root)
+    for entry in _po(code, domain, root):
+        if not entry.msgstr or entry.obsolete or not needs_translation(entry.msgid):
+            continue
+        english, chinese = _prose(entry.msgid), _prose(entry.msgstr)
+        exempt = allowed(entry)
+        for term in listed:
+            if term.english[0].lower() in exempt or not term.pattern.search(english):
+                continue
+            if not any(c in chinese for c in term.chinese):
+                found.append(
+                    f"{rel}:{entry.linenum}: {term.english[0]!r} should be "
+                    f"{' or '.join(term.chinese)} in {_excerpt(entry.msgstr)} "
+                    "(or say why not in a translator comment: `# terms: "
+                    f"{term.english[0]} - why`)"
+                )
+    return found
+
+
+def glossary_problems(code: str, root: Path = nbs.ROOT) -> list[str]:
+    """Does ``terms.tsv`` agree with book/glossary.md: every glossary entry listed, and the
+    Chinese name the glossary gives (``Chinese: ...``) the first rendering of its terms?"""
+    entries = [
+        b for b in markdown.blocks((root / "book/glossary.md").read_text(), pages.extensions(root))
+    ]
+    glossary, current = {}, []
+    for block in entries:
+        if block.kind == "term":
+            current.append(block.msgid)
+        elif block.kind == "paragraph" and current:
+            for term in current:
+                glossary[term] = block.msgid
+            current = []
+    listed = terms(code, root)
+    found = []
+    by_entry: dict[str, list[Term]] = {}
+    for term in listed:
+        if term.glossary:
+            by_entry.setdefault(term.glossary, []).append(term)
+            if term.glossary not in glossary:
+                found.append(f"terms.tsv:{term.line}: no glossary entry {term.glossary!r}")
+            elif f"{term.chinese[0]}" not in glossary[term.glossary].split("Chinese:", 1)[-1]:
+                found.append(
+                    f"terms.tsv:{term.line}: {term.chinese[0]} is not the Chinese the glossary "
+                    f"gives for {term.glossary!r}"
+                )
+    for entry in glossary:
+        if entry not in by_entry:
+            found.append(f"book/glossary.md: {entry!r} has no line in terms.tsv")
+    return found
+
+
+def problems(code: str, root: Path = nbs.ROOT) -> Iterator[str]:
+    """Everything the tests reject (see the module docstring)."""
+    every = catalogs(code, root)
+    for domain in manifest(code, root):
+        yield from completeness_problems(code, domain, root)
+    for domain in every:
+        yield from markup_problems(code, domain, root)
+        yield from term_problems(code, domain, root)
+    yield from glossary_problems(code, root)

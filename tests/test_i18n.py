@@ -1,0 +1,354 @@
+"""The Chinese edition: catalogs complete and in step with the English source, translations that
+keep every role, code span, formula and term, and notebooks translated from the same catalogs.
+
+Fast (part of `make check`): the catalogs listed in ``locale/zh_CN/translated.txt`` are read
+with polib and compared with the messages of the source found by :mod:`autograder.i18n`, which
+finds what Sphinx's gettext builder finds (``make catalogs`` stops if the two ever disagree).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import polib
+import pytest
+
+from autograder import i18n, launch
+from autograder import notebooks as nbs
+from autograder.editions import OUTPUTS_NOTE, YOUR_ANSWER, stage_book
+from autograder.i18n import book, catalogs, markdown, pages
+from autograder.i18n.sphinx import switch_url
+
+ROOT = nbs.ROOT
+ZH = "zh"
+EXT = pages.extensions()
+
+
+def test_translated_catalogs_are_complete_current_and_keep_their_markup():
+    """Is every catalog of translated.txt fully translated (nothing fuzzy or empty) and in step
+    with the source, and does every translation anywhere keep its roles, code, math, links
+    and term pairs, with terms.tsv agreeing with the glossary? Each problem names its place."""
+    listed = catalogs.manifest(ZH)
+    assert {"course", "sphinx", "book/masking", "book/glossary", "book/intro"} <= set(listed)
+    assert all((i18n.catalog_dir(ZH) / f"{d}.po").exists() for d in listed), listed
+    problems = list(catalogs.problems(ZH))
+    assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems)
+
+
+def test_every_page_has_a_catalog():
+    """Has `make catalogs` made a catalog for every page of the book (the other helpers
+    translate into these), and no catalog for a page that is not in the book?"""
+    pages_ = set(nbs.toc_files())
+    found = {d for d in catalogs.catalogs(ZH) if d.startswith("book/")}
+    assert found == pages_, (sorted(pages_ - found), sorted(found - pages_))
+
+
+# ---------------------------------------------------------------- the checks can fail
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A copy of what the checks read: the book, its configuration and the catalogs."""
+    for name in ("book", "locale"):
+        shutil.copytree(ROOT / name, tmp_path / name)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    return tmp_path
+
+
+def _po(root: Path, domain: str):
+    return polib.pofile(str(i18n.catalog_path(ZH, domain, root)), wrapwidth=0)
+
+
+def _edit_entry(root, domain, contains, **changes):
+    po = _po(root, domain)
+    entry = next(e for e in po if contains in e.msgid)
+    for key, value in changes.items():
+        if key == "fuzzy":
+            entry.flags.append("fuzzy")
+        else:
+            setattr(entry, key, value(entry) if callable(value) else value)
+    po.save()
+    return entry
+
+
+def test_a_changed_english_paragraph_fails_until_make_catalogs(repo):
+    """If an English paragraph of a translated chapter changes, does the check name the new
+    paragraph's chapter, cell and line, and the stale catalog entry?"""
+    path = repo / "book" / "masking.ipynb"
+    nb = nbs.read(path)
+    index = next(i for i, c in enumerate(nb.cells) if "Take two sequences" in c.source)
+    nb.cells[index].source = nb.cells[index].source.replace("Take two", "Take three")
+    nbformat.write(nb, path)
+    found = catalogs.completeness_problems(ZH, "book/masking", repo)
+    assert any(
+        f"book/masking.ipynb, cell {index}, line 3: not in" in p and "Take three" in p
+        for p in found
+    ), found
+    assert any("is no longer in the source" in p and "Take two" in p for p in found), found
+
+
+def test_untranslated_and_fuzzy_entries_fail(repo):
+    _edit_entry(repo, "book/masking", "Take two sequences", msgstr="")
+    _edit_entry(repo, "book/masking", "A plain softmax hands", fuzzy=True)
+    found = catalogs.completeness_problems(ZH, "book/masking", repo)
+    assert any("untranslated" in p and "Take two" in p and "cell 2, line 3" in p for p in found)
+    assert any("fuzzy" in p and "A plain softmax" in p for p in found), found
+
+
+def test_obsolete_entries_fail(repo):
+    po = _po(repo, "book/masking")
+    po.append(polib.POEntry(msgid="Gone.", msgstr="没了。", obsolete=True))
+    po.save()
+    assert any("obsolete" in p for p in catalogs.completeness_problems(ZH, "book/masking", repo))
+
+
+@pytest.mark.parametrize(
+    "contains, breaks, expected",
+    [
+        (
+            "{numref}`fig-mask-broadcast` draws",
+            lambda s: s.replace("fig-mask-broadcast", "fig"),
+            "role",
+        ),
+        ("Implement `sequence_mask(X", lambda s: s.replace("`value`", "value"), "code"),
+        ("Position $j$ of sequence", lambda s: s.replace("$j$", "j"), "math"),
+        ("**Learning objectives.**", lambda s: "**学习目标：**学完本章，你将能够", "left as text"),
+    ],
+)
+def test_a_translation_that_breaks_markup_fails(repo, contains, breaks, expected):
+    """Does a translation that drops a role's target, inline code or math, or leaves ** as
+    text (CJK punctuation next to **), fail with its catalog line?"""
+    entry = _edit_entry(repo, "book/masking", contains, msgstr=lambda e: breaks(e.msgstr))
+    found = catalogs.markup_problems(ZH, "book/masking", repo)
+    assert any(expected in p and f"masking.po:{entry.linenum}" in p for p in found), found
+
+
+def test_a_role_may_change_its_title_but_not_its_target():
+    assert (
+        catalogs.markup("{term}`queries <query>`")["role"]
+        == catalogs.markup("{term}`查询 <query>`")["role"]
+    )
+    assert catalogs.markup("{term}`query`")["role"] != catalogs.markup("{term}`查询`")["role"]
+
+
+def test_another_rendering_of_a_listed_term_fails_unless_explained(repo):
+    """Does a translation that renders "query" as 询问 fail, and pass once a translator
+    comment says why the term does not apply?"""
+    contains = "Take two sequences"
+    _edit_entry(repo, "book/masking", contains, msgstr=lambda e: e.msgstr.replace("查询", "询问"))
+    found = catalogs.term_problems(ZH, "book/masking", repo)
+    assert any("'query' should be 查询" in p for p in found), found
+    _edit_entry(repo, "book/masking", contains, tcomment="terms: query - a test of the escape")
+    assert not catalogs.term_problems(ZH, "book/masking", repo)
+
+
+def test_terms_agree_with_the_glossary(repo):
+    """Does terms.tsv fail when it gives a glossary term another Chinese name than
+    book/glossary.md, or leaves a glossary entry out?"""
+    assert not catalogs.glossary_problems(ZH, repo)
+    path = repo / "locale" / "zh_CN" / "terms.tsv"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("加性注意力\tadditive", "相加注意力\tadditive"), encoding="utf-8")
+    assert any("相加注意力" in p for p in catalogs.glossary_problems(ZH, repo))
+    path.write_text(
+        "\n".join(ln for ln in text.splitlines() if "\tvalid length" not in ln), encoding="utf-8"
+    )
+    assert any("'valid length' has no line" in p for p in catalogs.glossary_problems(ZH, repo))
+
+
+def test_term_forms_match_whole_words_outside_code():
+    term = next(t for t in catalogs.terms(ZH) if t.english[0] == "key")
+    prose = catalogs._prose
+    assert term.pattern.search(prose("each key and the keys"))
+    assert not term.pattern.search(prose("the `key` argument, a keyboard, monkey"))
+    mha = next(t for t in catalogs.terms(ZH) if t.english[0] == "multi-head attention")
+    assert mha.pattern.search("Multi-head  attention") and mha.pattern.search(
+        "multi head attention"
+    )
+
+
+# ---------------------------------------------------------------- finding and replacing messages
+
+
+@pytest.mark.parametrize("page", nbs.toc_files())
+def test_every_message_is_replaced_in_place(page):
+    """Does every message of every page (lists, tables, figures, glossaries, admonitions) get
+    its translation in its own place: translating each one to a marked copy and reading the
+    text again gives exactly the marked messages, display math untouched?"""
+    path = pages.page_file(page)
+    texts = (
+        [path.read_text()]
+        if path.suffix == ".md"
+        else [c.source for c in nbs.read(path).cells if c.cell_type == "markdown"]
+    )
+    mark = lambda m: f"《{m}》"  # noqa: E731
+    for text in texts:
+        before = markdown.blocks(text, EXT)
+        out, missing = markdown.translate(text, mark, EXT)
+        assert not missing
+        after = [b.msgid for b in markdown.blocks(out, EXT)]
+        assert after == [b.msgid if b.kind == "math" else mark(b.msgid) for b in before]
+
+
+def test_markdown_messages_are_those_sphinx_makes():
+    text = """\
+# A *title*
+
+A paragraph
+over two lines with `code` and $x$.
+
+- item one
+  continued
+- item two
+
+| a | b |
+| - | - |
+| `x` | c d |
+
+```{figure} f.svg
+:name: fig-f
+:alt: The alt text.
+
+The caption.
+```
+
+```{admonition} A title
+:class: dropdown
+
+Inside.
+```
+
+```python
+code is not a message
+```
+
+$$
+y = x
+$$ (eq-y)
+"""
+    found = [(b.kind, b.msgid) for b in markdown.blocks(text, EXT)]
+    assert found == [
+        ("heading", "A *title*"),
+        ("paragraph", "A paragraph over two lines with `code` and $x$."),
+        ("paragraph", "item one continued"),
+        ("paragraph", "item two"),
+        ("cell", "a"),
+        ("cell", "b"),
+        ("cell", "`x`"),
+        ("cell", "c d"),
+        ("alt", "The alt text."),
+        ("paragraph", "The caption."),
+        ("title", "A title"),
+        ("paragraph", "Inside."),
+        ("math", "\ny = x\n"),
+    ]
+    out, _ = markdown.translate(text, lambda m: {"item one continued": "第一项"}.get(m), EXT)
+    assert "- 第一项\n- item two" in out
+
+
+def test_an_unknown_directive_is_an_error():
+    with pytest.raises(markdown.UnknownDirective, match="mystery"):
+        markdown.blocks("```{mystery}\ntext\n```\n", EXT)
+
+
+# ---------------------------------------------------------------- notebooks from the catalogs
+
+
+def _code(nb) -> list[tuple]:
+    return [
+        (c.source, json.dumps(c.metadata.get("nbgrader"), sort_keys=True))
+        for c in nb.cells
+        if c.cell_type == "code"
+    ]
+
+
+def test_downloads_of_translated_chapters_are_chinese_and_share_the_code():
+    """Is every markdown cell and figure text of a translated chapter's notebook Chinese, and
+    is every code cell, with its grading metadata, the English one?"""
+    for page in catalogs.manifest(ZH):
+        if not page.startswith("book/") or pages.page_file(page).suffix != ".ipynb":
+            continue
+        english = nbs.read(pages.page_file(page))
+        table = pages.lookup_for(ZH, page)
+        cells, missing = pages.translate_cells(english.cells, table)
+        assert not [m for m in missing if catalogs.needs_translation(m)], (page, missing[:3])
+        zh = nbformat.from_dict({**english, "cells": cells})
+        assert _code(zh) == _code(english), page
+        assert [c.cell_type for c in zh.cells] == [c.cell_type for c in english.cells]
+        heading = next(c for c in zh.cells if c.cell_type == "markdown").source
+        assert re.search(r"[\u4e00-\u9fff]", heading), heading
+
+
+def test_launchables_and_release_in_chinese_keep_grades(tmp_path):
+    """Do the Chinese launchable notebook and the Chinese release of a chapter have the same
+    code, grade ids and points as the English ones, with Chinese text and README?"""
+    from autograder.course import Course
+
+    path = nbs.notebook_path("masking")
+    en, zh = (
+        launch.launchable(nbs.read(path)),
+        launch.launchable(nbs.read(path), lang=ZH, page="book/masking"),
+    )
+    assert _code(en) == _code(zh)
+    assert any(OUTPUTS_NOTE["student"] == c.source for c in en.cells)
+    assert i18n.gettext(ZH, OUTPUTS_NOTE["student"]) in [c.source for c in zh.cells]
+    assert i18n.gettext(ZH, YOUR_ANSWER["student"]) in [c.source for c in zh.cells]
+    sources = {}
+    for lang in ("en", ZH):
+        src = Course(tmp_path / lang, lang=lang).stage_source("masking")
+        sources[lang] = nbs.read(src / "masking.ipynb"), (src / "README.md").read_text()
+    assert _code(sources["en"][0]) == _code(sources[ZH][0])
+    assert sources[ZH][1].startswith("# 掩蔽：如何运行本章")
+    assert sources[ZH][0].metadata["language"] == "zh_CN"
+
+
+def test_chinese_launch_folder(tmp_path):
+    written = launch.write_launchables(tmp_path / "zh", lang=ZH)
+    assert {p.name for p in written} == {p.name for p in nbs.chapter_notebooks()}
+    assert (tmp_path / "zh" / "checks").is_dir() and (tmp_path / "zh" / "solutions").is_dir()
+    assert "可运行的笔记本" in (tmp_path / "zh" / "README.md").read_text()
+    assert "# 掩蔽" in nbs.read(tmp_path / "zh" / "masking.ipynb").cells[0].source
+    urls = launch.launch_urls("zh/masking")
+    assert urls["Colab"].endswith("/blob/notebooks/zh/masking.ipynb")
+
+
+def test_stage_of_the_chinese_book(tmp_path):
+    """Does the Chinese stage keep the pages' English (Sphinx translates them) but translate
+    what Sphinx cannot reach, and carry the catalogs and the Sphinx settings?"""
+    stage_book(tmp_path, edition="reader", lang=ZH)
+    import yaml
+
+    config = yaml.safe_load((tmp_path / "_config.yml").read_text())
+    assert config["title"] == "注意力，一步一步"
+    assert config["sphinx"]["config"]["language"] == "zh_CN"
+    assert config["sphinx"]["config"]["nb_code_prompt_show"] == "显示解答"
+    assert (tmp_path / "locale/zh_CN/LC_MESSAGES/book/masking.po").exists()
+    assert "有效长度" in (tmp_path / book.SEARCH_WORDS).read_text()
+    nb = nbs.read(tmp_path / "book" / "masking.ipynb")
+    text = nbformat.writes(nb)
+    assert "# Masking" in text  # Sphinx translates the markdown itself
+    assert i18n.gettext(ZH, OUTPUTS_NOTE["reader"]) in [c.source for c in nb.cells]
+    alts = [
+        c.metadata["mystnb"]["image"]["alt"]
+        for c in nb.cells
+        if "mystnb" in c.metadata and "image" in c.metadata["mystnb"]
+    ]
+    assert alts and all(re.search(r"[\u4e00-\u9fff]", a) for a in alts)
+
+
+@pytest.mark.parametrize(
+    "page, here, there, url",
+    [
+        ("book/masking", "en", "zh", "../zh/book/masking.html"),
+        ("book/masking", "zh", "en", "../../book/masking.html"),
+        ("search", "en", "zh", "zh/search.html"),
+        ("search", "zh", "en", "../search.html"),
+    ],
+)
+def test_switcher_links_are_relative(page, here, there, url):
+    assert switch_url(page, i18n.language(here), i18n.language(there)) == url
