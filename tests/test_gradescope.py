@@ -7,15 +7,15 @@ runs it from ``/autograder``; the grader reads ``/autograder/submission`` and wr
 temporary folder bound at ``/autograder``, the machine's system read-only, no network,
 and a clean environment: nothing of this repository is on the path.
 
-Offline and in CI time, ``setup.sh`` cannot download the lock's 164 packages (1.7 GB).
-So the harness does what a package cache does: the project's installed environment is
-bound read-only at the system Python's ``/usr/local/lib/python3.11/dist-packages`` and
-``setup.sh`` is told (``AUTOGRADER_VENV_OPTIONS=--system-site-packages``) to make its venv
-see it; pip's index is the machine's local package index (``pip config``, as the
-Makefile's install uses it) instead of PyPI. Everything else is ``setup.sh`` as shipped: it
-finds the system's Python >= 3.11, creates ``/autograder/venv`` and has pip resolve the
-complete lock there (every pin must be satisfied, or pip fails offline). One venv serves
-both submissions, as on Gradescope, where setup runs once per image.
+Offline and in CI time, ``setup.sh`` cannot download the grader lock's 116 packages (1.4 GB
+installed). So the harness does what a package cache does: the project's installed
+environment is bound read-only at the system Python's ``/usr/local/lib/python3.11/dist-packages``
+and ``setup.sh`` is told (``AUTOGRADER_VENV_OPTIONS=--system-site-packages --without-pip``) to
+make its venv see it, pip and setuptools included; pip's index is the machine's local package
+index (``pip config``, as the Makefile's install uses it) instead of PyPI. Everything else is
+``setup.sh`` as shipped: it finds the system's Python 3.11, creates ``/autograder/venv`` and
+has pip resolve the hashed grader lock there (every pin must be satisfied, or pip fails
+offline). One venv serves both submissions, as on Gradescope, where setup runs once per image.
 """
 
 import json
@@ -32,6 +32,7 @@ import pytest
 
 from autograder import gradescope
 from autograder.course import Course
+from tests import lockfile
 from tests.hostile import CHAPTER, reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,23 +58,22 @@ VISIBLE = sum(p for p, hidden in TESTS.values() if not hidden)
 HIDDEN = [p for p, hidden in TESTS.values() if hidden]
 
 
-def _lock_pins() -> list[str]:
-    return [
-        ln.strip()
-        for ln in (ROOT / "requirements.lock").read_text().splitlines()
-        if ln.strip() and not ln.startswith("#")
-    ]
-
-
 # ---------------------------------------------------------------- the bundle's text (fast)
 
 
-def test_the_bundle_installs_the_complete_lock():
-    """Does requirements.txt carry every pin of the lock (jupyter-client included)?"""
-    pins = [ln for ln in gradescope._requirements(ROOT / "requirements.lock").splitlines()]
-    pins = [ln for ln in pins if not ln.startswith("#")]
-    assert pins == _lock_pins() and len(pins) > 100
-    assert any(p.startswith("jupyter_client==") for p in pins)
+def test_the_bundle_installs_the_grader_lock(tmp_path):
+    """Is requirements.txt the grader's lock, hashed, with the CPU index (jupyter-client and
+    ipykernel included, none of the maintainers' tools)?"""
+    text = gradescope._requirements(lockfile.GRADER)
+    assert text.endswith(lockfile.GRADER.read_text())
+    (tmp_path / "requirements.txt").write_text(text)
+    pins = lockfile.pins(tmp_path / "requirements.txt")
+    assert pins == lockfile.pins(lockfile.GRADER) and all(p.hashes for p in pins.values())
+    assert {"torch", "nbgrader", "jupyter-client", "ipykernel"} <= set(pins)
+    assert not {"jupyter-book", "sphinx", "pytest", "playwright", "ruff"} & set(pins)
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lockfile.options(
+        tmp_path / "requirements.txt"
+    )
 
 
 def test_run_autograder_never_looks_next_to_itself():
@@ -131,9 +131,8 @@ def _bwrap(folder: Path, command: list[str], chdir: str, env: dict[str, str], lo
 def _local_index() -> dict[str, str]:
     """pip's local package sources, as the Makefile's install uses them (``pip config``).
 
-    The configured local indexes stand in for PyPI (the sandbox has no network): they hold
-    what the project's environment lacks, setuptools >= 77 for torch (the lock has no pin for
-    setuptools, and ensurepip gives the venv an older one).
+    The configured local indexes stand in for PyPI (the sandbox has no network), for anything
+    the project's environment lacks.
     """
     out = subprocess.run(
         [
@@ -174,7 +173,8 @@ def image(tmp_path_factory):
             if mode:
                 (folder / "source" / info.filename).chmod(mode)
     log = tmp / "setup.log"
-    env = {**BASE_ENV, "AUTOGRADER_VENV_OPTIONS": "--system-site-packages", **_local_index()}
+    options = "--system-site-packages --without-pip"  # the project's pip and setuptools
+    env = {**BASE_ENV, "AUTOGRADER_VENV_OPTIONS": options, **_local_index()}
     start = time.monotonic()
     code = _bwrap(folder, ["/autograder/source/setup.sh"], "/autograder/source", env, log)
     elapsed = time.monotonic() - start

@@ -448,19 +448,6 @@ def bilinear_attention():
     return fig
 
 
-def _flow(ax, x, y_top, items, w=1.5, h=0.34, gap=0.2):
-    """A vertical chain of boxes joined by arrows; returns the centres' y."""
-    ys = []
-    y = y_top
-    for i, (text, fc) in enumerate(items):
-        box(ax, x, y, w, h, text, fc, size=10)
-        ys.append(y)
-        if i < len(items) - 1:
-            arrow(ax, (x, y - h / 2), (x, y - h / 2 - gap))
-        y -= h + gap
-    return ys
-
-
 @diagram(
     "self_attention",
     "From one query to self-attention",
