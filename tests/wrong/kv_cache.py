@@ -306,34 +306,6 @@ def rolls_the_callers_cache_in_place(queries, keys, values, cache=None, window=N
 @wrong(
     "attend_with_cache",
     {
-        "attend_with_cache": "a cache of 3 positions, window=None): the output: row batch=0, head=0, new position=0 is wrong (2 of 2 rows differ)",
-        "attend_with_cache.values": "a cache of 5 positions, window=None): the output: row batch=0, head=0, new position=0 is wrong (6 of 6 rows differ)",
-        "attend_with_cache.window": "cache=None, window=4): the output: row batch=0, head=0, new position=1 is wrong (10 of 12 rows differ)",
-        "attend_with_cache.safety": "a cache of 3 positions, window=3) in float64: row index (0, 0, 0) is wrong",
-    },
-)
-def no_scaling(queries, keys, values, cache=None, window=None):
-    """The scores are not divided by the square root of d."""
-    if cache is not None:
-        keys = torch.cat([cache[0], keys], dim=2)
-        values = torch.cat([cache[1], values], dim=2)
-    t, total = queries.shape[2], keys.shape[2]
-    rows = torch.arange(total - t, total, device=queries.device)[:, None]
-    cols = torch.arange(total, device=queries.device)[None, :]
-    attend = cols <= rows
-    if window is not None:
-        attend = attend & (cols > rows - window)
-    scores = queries @ keys.transpose(-2, -1)
-    weights = torch.softmax(scores.masked_fill(~attend, float("-inf")), dim=-1)
-    output = weights @ values
-    if window is not None:
-        keys, values = keys[:, :, -window:], values[:, :, -window:]
-    return output, (keys, values)
-
-
-@wrong(
-    "attend_with_cache",
-    {
         "attend_with_cache": "Each query attended to 4 positions, one more than the window: with window=3",
         "attend_with_cache.window": "a cache of 4 positions, window=4): the output: row batch=0, head=0, new position=0 is wrong",
         "attend_with_cache.safety": "a cache of 3 positions, window=3) in float64: row index (0, 0, 0) is wrong",
