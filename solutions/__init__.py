@@ -17,6 +17,7 @@ Modules, each with the chapter it comes from:
 - ``solutions.transformer``: From the chapter "The transformer block": PositionWiseFFN, TransformerBlock.
 - ``solutions.encoder_decoder``: From the chapter "The encoder–decoder transformer": DecoderBlock.
 - ``solutions.efficient``: From the chapter "Efficient attention": OperatorNames, operators, valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
+- ``solutions.kv_cache``: From the chapter "A small language model, and how it is served": tokenize, detokenize, Vocab, TinyLM, sampling_probs, check_cache_step, attend_with_cache, KVCache, cached_step, generate, beam_search.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order
@@ -33,4 +34,5 @@ SOURCES = {
     "transformer": "transformer_block",
     "encoder_decoder": "encoder_decoder",
     "efficient": "efficient_attention",
+    "kv_cache": "kv_cache",
 }

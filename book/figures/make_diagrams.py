@@ -755,6 +755,81 @@ def efficient_attention():
     return fig
 
 
+@diagram(
+    "kv_cache",
+    "One decoding step without and with a KV cache",
+    """Two panels show step 5 of writing text, when the model has read the tokens x0 to x4 and
+    must score the next one, in one attention layer. Left, without a cache: the step computes
+    the queries, keys and values of all 5 positions and the whole causal triangle of 15 scores,
+    although only the last row is needed. Right, with a cache: the keys and values of x0 to x3
+    are kept from earlier steps; the step computes the query, key and value of x4 alone, and one
+    row of 5 scores.""",
+)
+def kv_cache():
+    fig, ax = canvas(5.8, 3.9)
+    c = 0.27
+    cached = {KEY: "#fdf1e2", VALUE: "#eef8ec"}  # the pale colours of what the cache keeps
+
+    def panel(x0, with_cache):
+        gx = x0 + 0.45  # the left edge of the keys' columns
+        top = 3.3
+        title = "with a cache" if with_cache else "without a cache"
+        label(ax, gx + 2.5 * c, 3.7, title, size=11, fontweight="bold")
+        # the scores: the causal triangle, or only its last row
+        for i in range(5):
+            for j in range(5):
+                if with_cache and i < 4:
+                    continue
+                colour = WEIGHT if j <= i else "#f4f4f4"
+                ax.add_patch(
+                    Rectangle((gx + j * c, top - (i + 1) * c), c, c, fc=colour, ec=EDGE, lw=0.7)
+                )
+        # the queries: a column, or one cell
+        for i in range(5):
+            if not with_cache or i == 4:
+                ax.add_patch(Rectangle((x0, top - (i + 1) * c), c, c, fc=QUERY, ec=EDGE, lw=0.7))
+        label(ax, x0 + c / 2, top + 0.14, "Q", size=10)
+        label(ax, gx + 5 * c + 0.08, top - 4.5 * c, "scores", size=9.5, ha="left")
+        # keys and values: all computed again, or four kept and one new
+        ys = []
+        for row, (name, colour) in enumerate([("K", KEY), ("V", VALUE)]):
+            y = top - 5 * c - 0.22 - row * (c + 0.08)
+            ys.append(y)
+            for j in range(5):
+                fc = cached[colour] if with_cache and j < 4 else colour
+                ax.add_patch(Rectangle((gx + j * c, y - c), c, c, fc=fc, ec=EDGE, lw=0.7))
+            label(ax, gx - 0.12, y - c / 2, name, size=10, ha="right")
+        side = "← new" if with_cache else "computed\nagain"
+        label(ax, gx + 5 * c + 0.08, (ys[0] + ys[1] - c) / 2, side, size=9.5, ha="left")
+        bottom = ys[1] - c
+        if with_cache:
+            ax.add_patch(
+                FancyBboxPatch(
+                    (gx - 0.04, bottom - 0.05),
+                    4 * c + 0.08,
+                    ys[0] - bottom + 0.1,
+                    boxstyle="round,pad=0,rounding_size=0.04",
+                    fc="none",
+                    ec="#888888",
+                    lw=1.0,
+                    ls="--",
+                )
+            )
+            label(ax, gx + 2 * c, bottom - 0.22, "the cache", size=9.5, color="#555555")
+        # the tokens read so far
+        for j in range(5):
+            faded = with_cache and j < 4
+            colour = "#aaaaaa" if faded else "#222222"
+            label(ax, gx + (j + 0.5) * c, 0.5, f"x{j}".translate(SUB), size=10, color=colour)
+        computed = "1 position, 5 scores" if with_cache else "5 positions, 15 scores"
+        label(ax, gx + 2.5 * c, 0.15, f"computed: {computed}", size=9.5)
+
+    panel(0.3, with_cache=False)
+    panel(3.15, with_cache=True)
+    ax.plot([2.95, 2.95], [0.05, 3.8], color="#bbbbbb", lw=0.8, ls="--")
+    return fig
+
+
 # ---------------------------------------------------------------- writing
 
 
