@@ -97,21 +97,18 @@ def alibi_slopes(num_heads, device=None):
     return torch.tensor(slopes, device=device)
 
 
-def alibi_bias(num_heads, num_queries, num_keys, device=None):
+def alibi_bias(num_heads, num_positions, device=None):
     """ALiBi's bias -m_h · (i - j) for the query at position i and the key at position j.
 
-    As in ``sliding_window_mask``, the queries are the last positions: query i is at
-    num_keys - num_queries + i. Keys after the query get a positive bias; a causal mask
-    hides them.
+    Keys after the query get a positive bias; a causal mask hides them.
 
     Shape:
-        - output: (num_heads, num_queries, num_keys), float32
+        - output: (num_heads, num_positions, num_positions), float32
     """
     slopes = alibi_slopes(num_heads, device)  # (h,)
-    query_positions = torch.arange(num_keys - num_queries, num_keys, device=device)
-    key_positions = torch.arange(num_keys, device=device)
-    distance = query_positions[:, None] - key_positions[None, :]  # (m, 1) - (1, n) -> (m, n)
-    return -slopes[:, None, None] * distance  # (h, 1, 1) * (m, n) -> (h, m, n)
+    positions = torch.arange(num_positions, device=device)
+    distance = positions[:, None] - positions[None, :]  # (T, 1) - (1, T) -> (T, T): i - j
+    return -slopes[:, None, None] * distance  # (h, 1, 1) * (T, T) -> (h, T, T)
 
 
 class GroupedQueryAttention(nn.Module):

@@ -41,15 +41,13 @@ def test_alibi_slopes_are_the_papers():
 
 
 def test_alibi_bias_matches_a_loop(device):
-    """Entry [h, i, j] is -m_h · (position of query i - j), the queries being the last ones."""
-    bias = alibi_bias(4, 3, 7, device)
-    assert bias.shape == (4, 3, 7) and bias.device.type == torch.device(device).type
+    """Entry [h, i, j] is -m_h · (i - j)."""
+    bias = alibi_bias(4, 7, device)
+    assert bias.shape == (4, 7, 7) and bias.device.type == torch.device(device).type
     slopes = alibi_slopes(4).tolist()
-    expected = [
-        [[-slopes[h] * ((7 - 3 + i) - j) for j in range(7)] for i in range(3)] for h in range(4)
-    ]
+    expected = [[[-slopes[h] * (i - j) for j in range(7)] for i in range(7)] for h in range(4)]
     torch.testing.assert_close(bias.cpu(), torch.tensor(expected))
-    assert alibi_bias(2, 5, 5, "meta").device.type == "meta"
+    assert alibi_bias(2, 5, "meta").device.type == "meta"
 
 
 def test_alibi_per_key_bias_gives_the_same_weights():
@@ -60,7 +58,7 @@ def test_alibi_per_key_bias_gives_the_same_weights():
     j = torch.arange(6, dtype=torch.float64)
     causal = sliding_window_mask(6, 6, 6)
     for mask in (torch.ones_like(causal), causal):
-        distance = scores + alibi_bias(8, 6, 6).double()
+        distance = scores + alibi_bias(8, 6).double()
         per_key = scores + slopes * j
         torch.testing.assert_close(
             torch.softmax(per_key.masked_fill(~mask, -torch.inf), dim=-1),
