@@ -67,24 +67,6 @@ def window_without_the_causal_side(num_queries, num_keys, window, device=None):
 @wrong(
     "sliding_window_mask",
     {
-        "sliding_window_mask": "sliding_window_mask(1, 6, 3): query 0, at position 5, may attend to keys [5], expected [3, 4, 5]",
-        "sliding_window_mask.values": "sliding_window_mask(7, 7, 2): query 0, at position 0, may attend to keys [0, 1], expected [0]",
-    },
-)
-def window_looks_ahead(num_queries, num_keys, window, device=None):
-    """key - query instead of query - key: each query sees itself and the w - 1 keys after it."""
-    if window < 1:
-        raise ValueError(f"window must be at least 1, got window={window}")
-    if num_queries > num_keys:
-        raise ValueError(f"num_queries={num_queries} exceeds num_keys={num_keys}")
-    queries = torch.arange(num_keys - num_queries, num_keys, device=device)[:, None]
-    keys = torch.arange(num_keys, device=device)[None, :]
-    return (keys - queries >= 0) & (keys - queries < window)
-
-
-@wrong(
-    "sliding_window_mask",
-    {
         "sliding_window_mask": "sliding_window_mask(4, 4, 0) returned a mask; expected a ValueError",
         "sliding_window_mask.errors": "sliding_window_mask(3, 7, -2) returned a mask; expected a ValueError",
     },
@@ -226,27 +208,6 @@ def ignores_the_offset(X, offset=0, base=10000.0):
     dtype = torch.float64 if X.dtype == torch.float64 else torch.float32
     positions = torch.arange(T, device=X.device, dtype=dtype)
     theta = base ** (-torch.arange(0, d, 2, device=X.device, dtype=dtype) / d)
-    angles = positions[:, None] * theta[None, :]
-    cos, sin = torch.cos(angles), torch.sin(angles)
-    x = X.to(dtype)
-    even, odd = x[..., 0::2], x[..., 1::2]
-    turned = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)
-    return turned.flatten(-2).to(X.dtype)
-
-
-@wrong(
-    "apply_rope",
-    {
-        "apply_rope": "(the output is what RoPE gives when its frequencies are base^(-i/d)",
-        "apply_rope.values": "apply_rope(X of shape (2, 4, 6), offset=7, base=10000) in torch.float32: row index (0, 0) is wrong",
-    },
-)
-def frequencies_without_the_two(X, offset=0, base=10000.0):
-    """θ_i = base^(-i/d): the slowest pair turns only half as slowly as it should."""
-    T, d = X.shape[-2], X.shape[-1]
-    dtype = torch.float64 if X.dtype == torch.float64 else torch.float32
-    positions = torch.arange(offset, offset + T, device=X.device, dtype=dtype)
-    theta = base ** (-torch.arange(d // 2, device=X.device, dtype=dtype) / d)
     angles = positions[:, None] * theta[None, :]
     cos, sin = torch.cos(angles), torch.sin(angles)
     x = X.to(dtype)
