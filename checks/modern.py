@@ -531,8 +531,8 @@ def gqa_dropout_contract(GroupedQueryAttention, device, *, seed, B, m, p, h=4, g
         "that the output is every head's weights side by side)"
     )
     heads = lambda out: out.reshape(B, m, h, n).transpose(1, 2)  # noqa: E731
+    reference = gqa_loop(module, q, k, v, lens)  # before the code under test sees anything
     weights = heads(gqa(module.eval(), q, k, v, lens))
-    reference = gqa_loop(module, q, k, v, lens)
     expect_close(
         weights,
         heads(reference),
