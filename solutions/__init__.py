@@ -18,6 +18,7 @@ Modules, each with the chapter it comes from:
 - ``solutions.encoder_decoder``: From the chapter "The encoder–decoder transformer": DecoderBlock.
 - ``solutions.efficient``: From the chapter "Efficient attention": OperatorNames, operators, valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
 - ``solutions.kv_cache``: From the chapter "A small language model, and how it is served": tokenize, detokenize, Vocab, TinyLM, sampling_probs, check_cache_step, attend_with_cache, KVCache, cached_step, generate, beam_search.
+- ``solutions.modern``: From the chapter "Attention today": sliding_window_mask, apply_rope, alibi_slopes, alibi_bias, GroupedQueryAttention.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order
@@ -35,4 +36,5 @@ SOURCES = {
     "encoder_decoder": "encoder_decoder",
     "efficient": "efficient_attention",
     "kv_cache": "kv_cache",
+    "modern": "modern_attention",
 }

@@ -830,6 +830,60 @@ def kv_cache():
     return fig
 
 
+@diagram(
+    "modern_attention",
+    "Multi-head, grouped-query and multi-query attention: who reads which keys and values",
+    """Three panels side by side, each with eight query heads numbered 0 to 7 in a row at the
+    top and the key and value heads they read in a row below, joined by lines. Multi-head
+    attention: eight key–value heads, each query head joined to its own. Grouped-query
+    attention with g = 2: two key–value heads; query heads 0 to 3 are joined to head 0 and
+    query heads 4 to 7 to head 1, so head i uses group i // 4. Multi-query attention: one
+    key–value head, joined to all eight query heads. Under each panel, the numbers a layer
+    stores per token in its KV cache: 2 · 8 · d/h, 2 · 2 · d/h and 2 · 1 · d/h.""",
+)
+def modern_attention():
+    fig, ax = canvas(6.3, 2.75)
+    h, cell, gap = 8, 0.22, 0.02
+    panels = [("multi-head", 8), ("grouped-query", 2), ("multi-query", 1)]
+    top, bottom = 2.05, 0.95  # the centres of the query row and the key-value row
+    for k, (name, g) in enumerate(panels):
+        left = 0.15 + k * 2.1
+        width = h * cell + (h - 1) * gap
+        centre = left + width / 2
+        label(ax, centre, 2.58, name, size=11, fontweight="bold")
+        label(ax, centre, 2.36, f"h = 8 query heads, g = {g}", size=9.5)
+        xs = [left + cell / 2 + i * (cell + gap) for i in range(h)]
+        for i, x in enumerate(xs):
+            box(ax, x, top, cell, cell, str(i), QUERY, size=9.5, round_=0.03)
+        # key-value heads: g boxes spread under their groups of h/g query heads
+        group = h // g
+        kv = []
+        for j in range(g):
+            first, last = xs[j * group], xs[(j + 1) * group - 1]
+            w = last - first + cell
+            x = (first + last) / 2
+            kv.append(x)
+            box(
+                ax,
+                x,
+                bottom,
+                w,
+                cell,
+                f"K,V {j}" if w > 0.5 else str(j),
+                KEY,
+                size=9.5,
+                round_=0.03,
+            )
+        for i, x in enumerate(xs):
+            j = i // group
+            ax.plot(
+                [x, x if g == h else kv[j]], [top - cell / 2, bottom + cell / 2], color=EDGE, lw=0.8
+            )
+        label(ax, centre, 0.55, "KV cache per token", size=9.5)
+        label(ax, centre, 0.3, f"and layer: 2 · {g} · d/h", size=9.5)
+    return fig
+
+
 # ---------------------------------------------------------------- writing
 
 
