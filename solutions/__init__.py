@@ -17,6 +17,7 @@ Modules, each with the chapter it comes from:
 - ``solutions.transformer``: From the chapter "The transformer block": PositionWiseFFN, TransformerBlock.
 - ``solutions.encoder_decoder``: From the chapter "The encoder–decoder transformer": DecoderBlock.
 - ``solutions.efficient``: From the chapter "Efficient attention": OperatorNames, operators, valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
+- ``solutions.vision``: From the chapter "Attention on images": draw_shapes, check_images, patchify, PatchEmbedding, positional_encoding_2d, RelativeSelfAttention2d.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order
@@ -33,4 +34,5 @@ SOURCES = {
     "transformer": "transformer_block",
     "encoder_decoder": "encoder_decoder",
     "efficient": "efficient_attention",
+    "vision": "vision_attention",
 }
