@@ -884,6 +884,107 @@ def modern_attention():
     return fig
 
 
+@diagram(
+    "vision_attention",
+    "From an image to a class token's attention map",
+    """Top left: an image cut into a grid of 3 by 3 patches, numbered 0 to 8 row by row, with a
+    red shape in patch 3, a blue shape in patch 2 and a green one in patch 7. Each patch is
+    flattened into its C·p·p pixel values and mapped by one linear layer W_E to a token; the
+    position of patch n, row n // 3 and column n % 3, is added to it. A class token, cls, is
+    put in front of the nine patch tokens. All ten go through self-attention, whose queries,
+    keys and values are projections of the tokens. The class token's row of attention weights
+    holds one weight per patch; drawn back on the 3 by 3 grid (bottom left) it is an attention
+    map, dark on the patches of the red and the blue shape and light elsewhere. The class
+    token's output goes to the classifier.""",
+)
+def vision_attention():
+    fig, ax = canvas(6.0, 3.9)
+    c = 0.42  # one patch
+
+    def image_grid(x, y, shade=None):
+        """The 3 × 3 patches, top-left corner (x, y); shade: patch -> colour of an attention map."""
+        for n in range(9):
+            r, col = divmod(n, 3)
+            fc = shade(n) if shade else "#262626"
+            ax.add_patch(
+                Rectangle((x + col * c, y - (r + 1) * c), c, c, fc=fc, ec="#888888", lw=0.8)
+            )
+        return x + 1.5 * c, y - 1.5 * c  # the centre
+
+    # the image, its shapes and the numbers of its patches
+    x0, y0 = 0.35, 3.35
+    label(ax, x0 + 1.5 * c, 3.62, "image: 3 × 3 patches", size=10)
+    image_grid(x0, y0)
+    shapes = {3: "#f22626", 2: "#3366ff", 7: "#40bf40"}
+    for n, colour in shapes.items():
+        r, col = divmod(n, 3)
+        ax.add_patch(
+            Rectangle(
+                (x0 + col * c + 0.19, y0 - (r + 1) * c + 0.05), 0.18, 0.18, fc=colour, ec="none"
+            )
+        )
+    for n in range(9):
+        r, col = divmod(n, 3)
+        label(
+            ax,
+            x0 + col * c + 0.07,
+            y0 - r * c - 0.08,
+            str(n),
+            size=9.5,
+            color="white",
+            ha="left",
+            va="top",
+        )
+    # flatten and embed
+    arrow(ax, (1.75, 2.72), (2.2, 2.72))
+    label(ax, 1.97, 3.28, "flatten,\n× W_E", size=9.5)
+    # the tokens: cls, then patches 0 to 8
+    tx, ty, tw = 2.3, 2.72, 0.33
+    box(ax, tx + 0.25, ty, 0.46, 0.36, "cls", OUT, size=10)
+    for n in range(9):
+        fc = shapes.get(n, QUERY)
+        box(ax, tx + 0.56 + (n + 0.5) * tw, ty, tw - 0.04, 0.36, str(n), QUERY, size=10)
+        if n in shapes:
+            ax.add_patch(
+                Rectangle((tx + 0.56 + n * tw + 0.04, ty - 0.17), tw - 0.12, 0.05, fc=fc, ec="none")
+            )
+    right = tx + 0.56 + 9 * tw
+    label(ax, (tx + right) / 2, 3.28, "tokens, in the order of the patches", size=10)
+    label(
+        ax, (tx + right) / 2, 2.3, "+ the position of patch n: row n // 3, column n % 3", size=9.5
+    )
+    # self-attention
+    arrow(ax, ((tx + right) / 2, 2.12), ((tx + right) / 2, 1.86))
+    box(
+        ax,
+        (tx + right) / 2,
+        1.62,
+        right - tx,
+        0.44,
+        "self-attention: queries, keys, values\nare projections of the tokens",
+        OP,
+        size=9.5,
+    )
+    # the class token's weights, back on the grid
+    weight = {3: "#b2182b", 2: "#d6604d", 7: "#fbe3d6"}
+    mx, my = 0.35, 1.45
+    image_grid(mx, my, shade=lambda n: weight.get(n, "#fdf2ec"))
+    label(ax, mx + 1.5 * c, 0.1, "attention map", size=10)
+    arrow(ax, (tx + 0.2, 1.38), (1.75, 0.95))
+    label(
+        ax,
+        2.5,
+        0.82,
+        "the class token's weights:\none per patch, summing to 1,\ndrawn on the grid",
+        size=9.5,
+        ha="left",
+    )
+    # the classifier
+    arrow(ax, (right - 0.55, 1.38), (right - 0.55, 1.0))
+    box(ax, right - 0.55, 0.75, 1.1, 0.44, "cls output\n→ classifier", OUT, size=9.5)
+    return fig
+
+
 # ---------------------------------------------------------------- writing
 
 
