@@ -17,6 +17,9 @@ Modules, each with the chapter it comes from:
 - ``solutions.transformer``: From the chapter "The transformer block": PositionWiseFFN, TransformerBlock.
 - ``solutions.encoder_decoder``: From the chapter "The encoder–decoder transformer": DecoderBlock.
 - ``solutions.efficient``: From the chapter "Efficient attention": OperatorNames, operators, valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
+
+``solutions.answers`` holds the answers to the questions of every chapter, for the
+self-checks of self-study; a released chapter folder never holds it.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order
