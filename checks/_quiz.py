@@ -22,7 +22,7 @@ without a hint would be the key). A release's self-check prints the same line fo
 well-formed answer; ``tests/test_quiz.py`` proves it by running the checks of a released folder.
 
 The self-study module holds, for each question, the answer cell's solution region as written
-(``answer_1_1 = "b"`` and its ``# why:`` comment) and what its comments declare:
+(``answer_X_Y = <the key>`` and its ``# why:`` comment) and what its comments declare:
 
 - ``# hint "a": …`` (a letter) or ``# hint 12288: …`` (a number): the hint for that wrong answer;
 - ``# hint: …``: the hint for any other wrong answer;

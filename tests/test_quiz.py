@@ -215,7 +215,7 @@ def _assignments(text: str) -> list[str]:
     names = "|".join(re.escape(q.name) for q in QUESTIONS)
     return [
         m.group(0)
-        for m in re.finditer(rf"(?<![\w.])({names})\s*=\s*(?!\.\.\.)[^=\n][^\n]*", text)
+        for m in re.finditer(rf"(?<![\w.])({names})[ \t]*=(?!=)[ \t]*(?![ \t]|\.\.\.)[^\n]*", text)
         if "lambda" not in m.group(0)
     ]
 
