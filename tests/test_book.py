@@ -269,7 +269,8 @@ def _index_terms(html_dir: Path) -> set[str]:
 
 def test_student_edition_contains_no_solution_text(reader, student):
     """Is no line of any solution, model answer or hidden test anywhere in the student build
-    (pages, search index, downloadable .ipynb and .md), while the reader edition has them all?"""
+    (pages, search index, downloadable .ipynb and .md), while the reader edition's pages have
+    them all? (The reader's downloads are workbooks: model answers folded, no solution code.)"""
     code, answers, hidden, _ = _secrets()
     assert len(code) > 30 and len(answers) > 5 and hidden, (len(code), len(answers), len(hidden))
     student_texts = _build_texts(student)
@@ -286,7 +287,10 @@ def test_student_edition_contains_no_solution_text(reader, student):
     reader_sources = " ".join(t for name, t in reader_texts.items() if name.endswith("(cells)"))
     for secret in code + answers:  # not vacuous: the reader edition shows every one of them
         assert secret in reader_pages, f"reader pages lack {secret!r}"
+    for secret in answers:  # a model answer is in the reader's downloads, folded (<details>)
         assert secret in reader_sources, f"reader's downloadable notebooks lack {secret!r}"
+    for secret in code:  # but no solution code: the downloads are workbooks
+        assert secret not in reader_sources, f"reader's downloadable notebooks hold {secret!r}"
     for secret in hidden:  # hidden tests are in neither edition
         assert not any(secret in t for t in reader_texts.values()), secret
 
@@ -539,7 +543,9 @@ def test_revealing_cells_are_in_the_reader_edition_only(reader, student):
     code = []
     for path in nbs.chapter_notebooks():
         for cell in nbs.read(path).cells:
-            if cell.get("id") in {i for ids in REVEALED_BY.values() for i in ids}:
+            if cell.cell_type == "code" and cell.get("id") in {
+                i for ids in REVEALED_BY.values() for i in ids
+            }:
                 lines = [ln for ln in cell.source.splitlines() if len(ln.strip()) > 25]
                 code += [_norm(ln) for ln in lines if not ln.lstrip().startswith("#")]
     assert len(code) >= len(REVEALED_BY)

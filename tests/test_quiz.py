@@ -95,7 +95,7 @@ def candidates(question) -> list:
 def test_every_question_is_read():
     """Are all the book's questions read, each with its key and a hint for a wrong answer?"""
     quiz = [q for q in QUESTIONS if q.grade_id.startswith("quiz_")]
-    assert len(quiz) == 25
+    assert len(quiz) >= 25  # the 25 of chapters 1 to 10, and those of any later chapter
     for q in QUESTIONS:
         assert q.hints or q.hint, f"{q.grade_id}: no hint for a wrong answer"
         if isinstance(q.key, str):  # every wrong letter has its own hint
