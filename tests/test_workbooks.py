@@ -59,9 +59,18 @@ def staged(tmp_path_factory):
     return base
 
 
+_FORMS: dict[tuple[Path, str], dict] = {}
+
+
 def forms(staged: Path, chapter: str) -> dict[str, nbformat.NotebookNode]:
     """Every workbook form of a chapter: the downloads (.ipynb, .md) of both editions, and the
-    launchable notebook."""
+    launchable notebook (read once per module)."""
+    if (staged, chapter) not in _FORMS:
+        _FORMS[staged, chapter] = _read_forms(staged, chapter)
+    return _FORMS[staged, chapter]
+
+
+def _read_forms(staged: Path, chapter: str) -> dict[str, nbformat.NotebookNode]:
     from myst_nb.core.read import read_myst_markdown_notebook
 
     out = {}
