@@ -19,9 +19,9 @@ tolerances its comments declare, to ``solutions/answers.py``, the self-study key
 installed course and the launchable notebooks' tree, never in a released chapter folder.
 
 A code cell that would show a prediction's answer when run (it counts the parameters the
-question asks about, say) carries the tag :data:`REVEALS_TAG`. It belongs right after the
-question's answer cell; the reader edition shows it there, folded, as the answer's
-demonstration. Releases, the student edition and every workbook (downloads, launchable
+question asks about, say) carries the tag :data:`REVEALS_TAG`. It comes after the question's
+answer cell (best right after it, before the check), within the question; the reader
+edition shows it there, folded, as the answer's demonstration. Releases, the student edition and every workbook (downloads, launchable
 notebooks) leave it out. A markdown cell that only introduces it carries the tag too.
 
 A cell that the student must run to find a graded value (an exercise's finding: "look at

@@ -200,6 +200,18 @@ def test_an_unfinished_exercise_says_so_in_one_line():
 # ---------------------------------------------------------------- predictions
 
 
+def _question_section(cells, answer: int) -> list:
+    """The cells after a question's answer cell, up to the next question or heading."""
+    out = []
+    for cell in cells[answer + 1 :]:
+        if cell.cell_type == "markdown" and (
+            re.search(r"\*\*Question \d+\.\d+", cell.source) or cell.source.startswith("#")
+        ):
+            break
+        out.append(cell)
+    return out
+
+
 def _staged_ids(path: Path) -> set[str]:
     return {c.get("id", "") for c in nbs.read(path).cells}
 
@@ -226,10 +238,12 @@ def test_a_prediction_is_revealed_only_in_the_reader_edition(staged, tmp_path, g
     answer = next(
         i for i, c in enumerate(source) if nbs.nbgrader_meta(c).get("grade_id") == grade_id
     )
-    assert [c.id for c in source[answer + 1 : answer + 1 + len(ids)]] == ids, "right after it"
+    # After the answer (best right after it, before the check), within the question.
+    section = _question_section(source, answer)
+    assert [c.id for c in section if c.id in ids] == ids, "after the answer, in its question"
     reader = nbs.read(staged / "reader" / "book" / f"{chapter}.ipynb").cells
     solution = next(i for i, c in enumerate(reader) if c.id == source[answer].id)
-    shown = reader[solution + 1 : solution + 1 + len(ids)]
+    shown = [c for c in _question_section(reader, solution) if c.id in ids]
     assert [c.id for c in shown] == ids
     assert all(
         "hide-output" in c.metadata.get("tags", []) for c in shown if c.cell_type == "code"
