@@ -328,6 +328,9 @@ def _run(group: str, fn: Callable, devices, verbose: bool, echo: Callable = prin
         raise CheckError(f"expected a function to check, got {type(fn).__name__}")
     devices = list(devices) if devices is not None else available_devices()
     name = getattr(fn, "__name__", type(fn).__name__)
+    from checks import _quiz  # a question's group: no ✓ for its form (see checks/_quiz.py)
+
+    question = _quiz.is_question(group)
     failures = []
     for item in REGISTRY[group]:
         problems = []
@@ -348,13 +351,15 @@ def _run(group: str, fn: Callable, devices, verbose: bool, echo: Callable = prin
             failures.append(f"✗ {item.question}\n    " + "\n    ".join(problems))
             if verbose:
                 echo(failures[-1])
-        elif verbose:
+        elif verbose and not question:
             echo(f"✓ {item.question} [{names}]")
     if failures:
         summary = f"{len(failures)} of {len(REGISTRY[group])} checks in {group!r} failed"
         if verbose:  # the ✗ lines are printed already: say so instead of repeating them
             raise CheckError(f"{summary} (the ✗ lines above say why)")
         raise CheckError(f"{summary}:\n" + "\n".join(failures))
+    if question:  # right or wrong in self-study, "recorded" where it is graded
+        _quiz.verdict(group, fn, echo if verbose else None)
 
 
 def run(group: str, fn: Callable, *, devices=None, verbose: bool = True, _run=_run) -> None:
@@ -555,6 +560,9 @@ def expect_choice(answer, options: str, name: str) -> str:
             f"{name} should be one of the letters {', '.join(map(repr, options))}, "
             f"got {answer!r} ({type(answer).__name__})"
         )
+    from checks import _quiz
+
+    _quiz.record(name, answer.strip().lower(), f"a letter {options[0]}–{options[-1]}")
     return answer.strip().lower()
 
 
@@ -572,4 +580,7 @@ def expect_number(answer, name: str) -> float:
         raise CheckError(
             f"{name} should be a finite number, got {answer!r} ({type(answer).__name__})"
         )
+    from checks import _quiz
+
+    _quiz.record(name, float(answer), "a number")
     return float(answer)

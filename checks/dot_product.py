@@ -114,16 +114,15 @@ def cosine_dropout_half(CosineAttention, device):
 
 @check("quiz_4_1")
 def quiz_4_1_form(answer, device):
-    """Is answer_4_1 a number? (To check your prediction, run the cell below: it measures the standard deviation on 20 000 pairs.)"""
+    """Is answer_4_1 a number?"""
     value = expect_number(answer(), "answer_4_1")
     if value < 0:
         raise CheckError(
-            f"answer_4_1 is a standard deviation, which is never negative; got {value!r}. "
-            "Work out the variance of one product q_i k_i, then of the sum of d of them."
+            f"answer_4_1 is a standard deviation, which is never negative; got {value!r}"
         )
 
 
 @check("quiz_4_2")
 def quiz_4_2_form(answer, device):
-    """Is answer_4_2 one of the letters a, b, c, d? (To check your reasoning, write each change as a change of the scores q·k, or of the output, and ask whether it is the same for every key of a row; then try it on random tensors.)"""
+    """Is answer_4_2 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_4_2")

@@ -278,11 +278,11 @@ def sample_float64_and_gradients(DecoderBlock, device):
 
 @check("quiz_9_1")
 def quiz_9_1_form(answer, device):
-    """Is answer_9_1 a letter from a to d? (Any letter passes: test yours against the table under "Cross-attention" and the generation loop of DateTransformer.forward.)"""
+    """Is answer_9_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_9_1")
 
 
 @check("quiz_9_2")
 def quiz_9_2_form(answer, device):
-    """Is answer_9_2 a letter from a to d? (Any letter passes: test yours against the table of the decoder's two masks.)"""
+    """Is answer_9_2 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_9_2")

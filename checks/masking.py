@@ -217,16 +217,17 @@ def sequence_mask_properties(sequence_mask, device):
 
 
 # ---------------------------------------------------------------- check your understanding
-# Only the form is checked here; checks/hidden/masking.py holds the keys.
+# The form only: checks/_quiz.py then says right or wrong (self-study) or "recorded"
+# (graded); the hidden groups quiz_2_*.key grade the answers.
 
 
 @check("quiz_2_1")
 def quiz_2_1_form(answer, device):
-    """Is answer_2_1 a letter "a" to "d"? Test it: rerun pitfall 3's cell with other lengths"""
+    """Is answer_2_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_2_1")
 
 
 @check("quiz_2_2")
 def quiz_2_2_form(answer, device):
-    """Is answer_2_2 a number? Predict first, then the cell after this one counts the zeros"""
+    """Is answer_2_2 a number?"""
     expect_number(answer(), "answer_2_2")

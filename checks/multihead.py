@@ -546,17 +546,17 @@ def mha_dropout_half(MultiHeadAttention, device):
 
 @check("quiz_7_1")
 def quiz_causal_length_form(answer, device):
-    """Is answer_7_1 a number? To test your prediction, print causal_valid_lens(torch.zeros(2, 8, 1), torch.tensor([8, 5])) and look at row 1."""
+    """Is answer_7_1 a number?"""
     expect_number(answer(), "answer_7_1")
 
 
 @check("quiz_7_2")
 def quiz_head_entry_form(answer, device):
-    """Is answer_7_2 one of "a", "b", "c", "d"? To test your reasoning, compare transpose_qkv(X, 3)[4] with slices of X = torch.arange(120.0).reshape(2, 5, 12)."""
+    """Is answer_7_2 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_7_2")
 
 
 @check("quiz_7_3")
 def quiz_parameters_form(answer, device):
-    """Is answer_7_3 a number? To test your prediction, print sum(p.numel() for p in MultiHeadAttention(64, 8, 0.0).parameters()), and again with 1 head."""
+    """Is answer_7_3 a number?"""
     expect_number(answer(), "answer_7_3")

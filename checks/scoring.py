@@ -21,6 +21,7 @@ from checks._core import (
     random_tensor,
     shape_str,
 )
+from checks._quiz import declare
 
 
 def build(cls, *args, seed=0, device="cpu", **kwargs):
@@ -180,6 +181,10 @@ def answered(answer, device):
     value = answer()
     if not isinstance(value, bool):
         raise CheckError(f"set same_weights_for_every_query to True or False, not {value!r}")
+
+
+# A graded finding: its self-check says right or wrong (self-study) or "recorded" (graded).
+declare("vector_sum_answer", "same_weights_for_every_query")
 
 
 @check("distance_scores")

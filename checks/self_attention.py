@@ -222,22 +222,23 @@ def small_table(positional_encoding, device):
 
 
 # ----------------------------------------------------------------- check your understanding
-# Only the form here; the key is in checks/hidden/self_attention.py.
+# The form only: checks/_quiz.py then says right or wrong (self-study) or "recorded"
+# (graded); the hidden groups quiz_6_*.key grade the answers.
 
 
 @check("quiz_6_1")
 def quiz_6_1_form(answer, device):
-    """Is answer_6_1 one of "a", "b", "c", "d"? To test your reasoning, copy the cell that shuffles X, use the shuffle [1, 0, 2, 3, 4, 5] and print both outputs row by row."""
+    """Is answer_6_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_6_1")
 
 
 @check("quiz_6_2")
 def quiz_6_2_form(answer, device):
-    """Is answer_6_2 a number? Predict it first; then run the cell after this test, which counts the parameters, and if the two differ, find which part you miscounted."""
+    """Is answer_6_2 a number?"""
     expect_number(answer(), "answer_6_2")
 
 
 @check("quiz_6_3")
 def quiz_6_3_form(answer, device):
-    """Is answer_6_3 one of "a", "b", "c", "d"? To test your reasoning, give each layer the same three vectors in two orders and compare the output of the vector called "dog"."""
+    """Is answer_6_3 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_6_3")

@@ -185,17 +185,17 @@ def block_dropout_half(TransformerBlock, device):
 
 @check("quiz_8_1")
 def quiz_layer_norm_form(answer, device):
-    """Is answer_8_1 one of "a", "b", "c", "d"? To test your reasoning, print Y.mean(dim) and Y.var(dim, unbiased=False) of Y = nn.LayerNorm(8)(torch.randn(2, 5, 8)) for dim = 0, 1 and 2."""
+    """Is answer_8_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_8_1")
 
 
 @check("quiz_8_2")
 def quiz_stream_growth_form(answer, device):
-    """Is answer_8_2 a number? To test your prediction, start from X = torch.randn(100_000), add 24 independent torch.randn(100_000) to it and print X.std()."""
+    """Is answer_8_2 a number?"""
     expect_number(answer(), "answer_8_2")
 
 
 @check("quiz_8_3")
 def quiz_pre_post_form(answer, device):
-    """Is answer_8_3 one of "a", "b", "c", "d"? To test your reasoning, set W_o and the FFN's dense2 of a pre-norm and a post-norm TransformerBlock to zero and compare each output with its input."""
+    """Is answer_8_3 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_8_3")

@@ -20,6 +20,9 @@ Modules, each with the chapter it comes from:
 - ``solutions.vision``: From the chapter "Attention on images": draw_shapes, check_images, patchify, PatchEmbedding, positional_encoding_2d, RelativeSelfAttention2d.
 - ``solutions.kv_cache``: From the chapter "A small language model, and how it is served": tokenize, detokenize, Vocab, TinyLM, sampling_probs, check_cache_step, attend_with_cache, KVCache, cached_step, generate, beam_search.
 - ``solutions.modern``: From the chapter "Attention today": sliding_window_mask, apply_rope, alibi_slopes, alibi_bias, GroupedQueryAttention.
+
+``solutions.answers`` holds the answers to the questions of every chapter, for the
+self-checks of self-study; a released chapter folder never holds it.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order

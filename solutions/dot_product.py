@@ -112,13 +112,3 @@ def distance_scores(queries, keys):
     k_sq = (keys**2).sum(dim=-1)  # (B, n)
     dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, m, d) @ (B, d, n) -> (B, m, n)
     return -(q_sq[:, :, None] - 2 * dots + k_sq[:, None, :]) / 2
-
-
-# Answer with a number.
-answer_4_1 = ...
-answer_4_1 = 4.0  # why: each q_i k_i has variance 4 · 4 = 16, so q·k has variance 16 d and q·k/√d variance 16: the scaling removes d, not the entries' own variance
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_4_2 = ...
-answer_4_2 = "b"  # why: q·(k + c) = q·k + q·c, and q·c is the same for every key of a row, so it cancels in the softmax; (a) sharpens the weights, (c) adds c·k, which differs from key to key, and (d) adds c to the output, since the weights sum to 1

@@ -414,28 +414,3 @@ def beam_search(model, prompt, num_tokens, beam_size=4):
         if i + 1 < num_tokens:
             logits, cache = cached_step(model, next_tokens[:, None], cache.select(parents))
     return beams[0], scores[0].item()
-
-
-# Answer with a number.
-answer_12_1 = ...
-answer_12_1 = 768
-# Why: every layer keeps a key and a value of d numbers per token: 2 · 24 · 2048 · 2 bytes =
-# 196,608 bytes (192 KiB) per token, and 4096 tokens take 4096 · 192 KiB = 768 MiB. The heads
-# do not matter: 16 heads of 128 numbers are the d = 2048 numbers of a key.
-
-
-# Answer with a number.
-answer_12_2 = ...
-answer_12_2 = 72
-# Why: one layer reaches back W - 1 = 7 positions, and each layer reaches 7 further back from
-# the positions the layer above reads: 100 - 4 · 7 = 72. A window caps what one layer sees, not
-# what the stack sees, though the cache keeps only 8 positions per layer.
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_12_3 = ...
-answer_12_3 = "c"
-# Why: the cache is exact because an earlier position never sees a later token, so its keys and
-# values in every layer stay what they were. Without the causal mask a new token changes every
-# earlier position's vector from the first block on, and the keys and values of the blocks
-# above with it. Heads, the place of the norm and the decoding rule change none of that.

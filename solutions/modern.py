@@ -167,26 +167,3 @@ class GroupedQueryAttention(nn.Module):
             valid_lens = torch.repeat_interleave(valid_lens, h, dim=0)
         output = self.attention(queries, keys, values, valid_lens)  # (B*h, m, d/h)
         return self.W_o(transpose_output(output, h))  # (B, m, d)
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_13_1 = ...
-answer_13_1 = "a"
-# Why: -m(i - j) = m·j - m·i, and m·i is the same for every key of row i; the softmax of a
-# row is unchanged by adding a constant to it. The causal mask hides the same keys in both.
-
-
-# Answer with a number.
-answer_13_2 = ...
-answer_13_2 = 327_680
-# Why: a key and a value (2) per layer (80) and key-value head (8), each of 128 numbers of
-# 2 bytes: 2 · 80 · 8 · 128 · 2 = 327,680 bytes, 320 KiB. With 64 key-value heads (MHA) it
-# would be eight times as much.
-
-
-# Answer with a number.
-answer_13_3 = ...
-answer_13_3 = 11
-# Why: each layer reaches w - 1 = 3 positions further back than the one below it, so three
-# layers reach 3 · 3 = 9 positions back: 20 - 9 = 11. Mistral 7B's 32 layers with w = 4096
-# reach about 32 · 4096 ≈ 131k tokens back in this way.

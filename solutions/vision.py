@@ -236,27 +236,3 @@ class RelativeSelfAttention2d(nn.Module):
         bias = self.relative_bias[d_rows + h - 1, d_columns + w - 1]  # (N, N)
         self.attention_weights = torch.softmax(scores + bias, dim=-1)  # (B, N, N) + (N, N)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (B, N, D_V)
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_11_1 = ...
-answer_11_1 = "a"
-# why: the grid has 32/8 = 4 rows and 48/8 = 6 columns of patches, numbered row by row, so
-# patch 7 is row 7 // 6 = 1, column 7 % 6 = 1. (b) numbers the patches column by column,
-# (c) takes a grid of 4 columns (the height's count), (d) one of 3 columns.
-
-
-# Answer with a number.
-answer_11_2 = ...
-answer_11_2 = 4
-# why: 12 N d² > 2 N² d exactly when N < 6d = 4608. N = (224 / p)²: p = 4 gives 3136 tokens
-# (still below 4608), p = 2 gives 12,544 (above). 3 does not divide 224.
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_11_3 = ...
-answer_11_3 = "b"
-# why: the sinusoids exist for every row and column. The learned table has 49 rows for 196
-# patches (ViT interpolates it, in 2-D, to fine-tune at a higher resolution); the 13 × 13
-# table of biases covers offsets up to ±6, and a 14 × 14 grid has offsets up to ±13; the
-# projections, the class token and the MLP do not depend on the number of tokens.

@@ -17,7 +17,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from autograder import export
+from autograder import export, questions
 from autograder import notebooks as nbs
 from autograder.editions import OUTPUTS_NOTE, stage_book
 from tests import lockfile
@@ -83,11 +83,14 @@ def test_reader_edition_shows_stub_then_hidden_solution(tmp_path):
 
 
 def test_student_edition_says_whose_outputs_follow_a_stub(tmp_path):
-    """Does every stub of the student edition say that the outputs after it are the reference's?"""
+    """Does every stub of an exercise in the student edition say that the outputs after it are
+    the reference's? (A question's stub has none: its check shows no output there.)"""
     stage_book(tmp_path, edition="student")
     for path in nbs.chapter_notebooks():
         cells = nbs.read(tmp_path / "book" / path.name).cells
         stubs = [i for i, c in enumerate(cells) if "skip-execution" in c.metadata.get("tags", [])]
+        asked = {c.id for c in nbs.read(path).cells if questions.is_question(c)}
+        stubs = [i for i in stubs if cells[i].id.removesuffix("-stub") not in asked]
         assert stubs, path.name
         for i in stubs:
             assert cells[i + 1].source == OUTPUTS_NOTE["student"], (path.name, i)

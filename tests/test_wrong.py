@@ -136,7 +136,7 @@ def test_multihead_attention_is_graded_on_its_own(monkeypatch, device):
 def test_a_wrong_answer_to_a_question_is_pasted_as_an_assignment():
     """Does a question's wrong answer (``return "a"``) replace the solution region of the
     answer cell with ``answer_6_1 = "a"``, and does its reference return the solutions' key?"""
-    import solutions.self_attention as module
+    import solutions.answers as module
 
     answer = next(w for w in WRONG if w.target == "quiz_6_1" and w.name == "order_changes_nothing")
     cell = next(

@@ -155,8 +155,9 @@ def quiz_5_1_key(answer, device):
     if expect_choice(answer(), "abcd", "answer_5_1") != "b":
         raise CheckError(
             "softmax is unchanged by adding a constant to a row, not by multiplying it: W = 10 I "
-            "multiplies every score by 10, a temperature of 1/10, so each row of weights moves "
-            "towards a one-hot on its largest score"
+            "multiplies every score by 10 (dot-product attention with d = 100 divides it by 10), "
+            "a temperature of 1/10, so each row of weights moves towards a one-hot on its largest "
+            "score"
         )
 
 

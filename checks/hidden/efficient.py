@@ -96,8 +96,8 @@ def mask_properties_hidden(valid_lens_to_mask, device):
 # ------------------------------------------------ Check your understanding: the answers
 
 WHY_NOT_10_1 = {
-    "a": "storing the scores costs memory traffic, not arithmetic: the fused kernel does the same "
-    "4Bhmnd FLOPs of the two products, and computes every score once",
+    "a": "the fused kernel does the same 4Bhmnd FLOPs of the two products and computes every "
+    "score once; what it saves is writing the (B, m, n) scores out and reading them back",
     "c": "the online softmax is exact: the rescaling by exp(μ - μ') gives the same softmax, in "
     "another order, so the outputs agree to rounding (the chapter compares them to 1e-6)",
     "d": "the comparison in this chapter runs every variant in float32; the gain comes from not "

@@ -221,7 +221,7 @@ def quiz_2_1_key(answer, device):
         "a": torch.zeros_like(leaks),  # no row
         "b": has_padding,  # every row with a masked key
         "c": lengths == 0,
-        "d": lengths == 1,
+        "d": 2 * lengths < 5,  # more masked keys than valid ones
     }
     right = [k for k, rows in options.items() if torch.equal(rows, leaks)]
     if len(right) != 1:

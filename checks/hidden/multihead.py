@@ -275,8 +275,9 @@ def quiz_head_entry(answer, device):
     if choice != "a":
         raise CheckError(
             f"answer_7_2 = {choice!r}: entry b·h + i holds head i of example b, so entry 4 with "
-            "h = 3 is example 4 // 3 = 1, head 4 % 3 = 1, features 4 to 7; every head of example 1 "
-            "needs example 1's valid length, which repeat_interleave (not repeat) puts at entry 4"
+            "h = 3 is example 4 // 3 = 1, head 4 % 3 = 1, features 4 to 7; the mask is applied "
+            "inside the attention of each entry, and every head of example 1 needs example 1's "
+            "valid length, which repeat_interleave (not repeat) puts at entry 4"
         )
 
 

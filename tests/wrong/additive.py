@@ -169,34 +169,52 @@ def concat_dropout_twice(self, queries, keys, values, valid_lens=None):
 # Every wrong letter of a multiple-choice question, and the slips of form a student makes.
 
 
-@wrong("quiz_3_1", {"quiz_3_1.key": "another query changes W_q q, but W_q q is added"})
-def quiz_3_1_another_query():
-    """Thinks a different query would tell the equal keys apart."""
+@wrong(
+    "quiz_3_1",
+    {
+        "quiz_3_1": "Hint: an untrained module has random W_q, W_k and w_v",
+        "quiz_3_1.key": "an untrained module has random W_q, W_k and w_v, and different keys",
+    },
+)
+def quiz_3_1_untrained_is_uniform():
+    """Thinks an untrained module scores every key alike, as the toy example seemed to show."""
     answer_3_1 = "a"  # noqa: F841
 
 
-@wrong("quiz_3_1", {"quiz_3_1.key": "training changes W_q, W_k and w_v, but the same W_k"})
-def quiz_3_1_training():
-    """Thinks the untrained parameters are what makes the weights uniform."""
-    answer_3_1 = "b"  # noqa: F841
+@wrong(
+    "quiz_3_1",
+    {
+        "quiz_3_1": "Hint: the mask looks at the keys' positions, not at their values",
+        "quiz_3_1.key": "the mask depends on the keys' positions, not on their values",
+    },
+)
+def quiz_3_1_mask_leaks():
+    """Thinks different keys make the mask leak onto the padding."""
+    answer_3_1 = "c"  # noqa: F841
 
 
-@wrong("quiz_3_1", {"quiz_3_1.key": "valid_lens decides how many keys are in the softmax"})
-def quiz_3_1_no_mask():
-    """Thinks the mask is what makes the weights uniform."""
+@wrong(
+    "quiz_3_1",
+    {
+        "quiz_3_1": "Hint: a softmax gives all the weight to one key only when its score",
+        "quiz_3_1.key": "a softmax puts all the weight on one key only when its score is far",
+    },
+)
+def quiz_3_1_softmax_as_argmax():
+    """Takes the softmax for an argmax."""
     answer_3_1 = "d"  # noqa: F841
 
 
 @wrong(
     "quiz_3_1",
     {
-        "quiz_3_1": "answer_3_1 should be one of the letters 'a', 'b', 'c', 'd', got '(c)' (str)",
-        "quiz_3_1.key": "got '(c)' (str)",
+        "quiz_3_1": "answer_3_1 should be one of the letters 'a', 'b', 'c', 'd', got '(b)' (str)",
+        "quiz_3_1.key": "got '(b)' (str)",
     },
 )
 def quiz_3_1_option_label():
     """Copies the option's label with its parentheses."""
-    answer_3_1 = "(c)"  # noqa: F841
+    answer_3_1 = "(b)"  # noqa: F841
 
 
 @wrong(

@@ -157,6 +157,18 @@ def softmax_is_scale_invariant():
     answer_5_1 = "a"  # noqa: F841
 
 
+@wrong(
+    "quiz_5_1",
+    {
+        "quiz_5_1": "Hint: for d = 100, dot-product attention divides every score by 10",
+        "quiz_5_1.key": "dot-product attention with d = 100 divides it by 10",
+    },
+)
+def ten_times_identity_is_scaled_dot_product():
+    """Takes W = 10 I for the 1/√d of d = 100: a factor of 10 where that divides by 10."""
+    answer_5_1 = "d"  # noqa: F841
+
+
 @wrong("quiz_5_2", {"quiz_5_2.key": "answer_5_2 is 64: the factors W_q and W_k hold r·(d_q + d_k)"})
 def rank_of_the_full_size():
     """Counts one factor only: 64 r = 4096 at r = 64."""

@@ -153,7 +153,13 @@ def mask_positions_on_the_cpu(valid_lens, num_queries, num_keys):
 # ------------------------------------------------ Check your understanding
 
 
-@wrong("quiz_10_1", {"quiz_10_1.key": "answer_10_1 = 'a': storing the scores costs memory traffic"})
+@wrong(
+    "quiz_10_1",
+    {
+        "quiz_10_1": "Hint: count the multiply-adds of the two products",
+        "quiz_10_1.key": "answer_10_1 = 'a': the fused kernel does the same 4Bhmnd FLOPs",
+    },
+)
 def fewer_flops():
     """The fused kernel is thought to skip arithmetic, since it never stores the scores."""
     answer_10_1 = "a"  # noqa: F841

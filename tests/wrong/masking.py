@@ -343,8 +343,8 @@ def every_masked_key_leaks_a_little():
 
 
 @wrong("quiz_2_1", {"quiz_2_1.key": "answer_2_1 = 'd' does not describe the rows that leak"})
-def rows_with_one_valid_key_leak():
-    """(d): one valid key is enough for its score to be the row's maximum."""
+def rows_with_mostly_padding_leak():
+    """(d): many tiny weights thought to add up, where each is exactly 0 in float32."""
     answer_2_1 = "d"  # noqa: F841
 
 

@@ -641,6 +641,18 @@ def entry_right_lengths_repeated():
 
 @wrong(
     "quiz_7_2",
+    {
+        "quiz_7_2": "Hint: the mask is applied inside the attention, where every entry is one head",
+        "quiz_7_2.key": "the mask is applied inside the attention of each entry",
+    },
+)
+def mask_after_merging_heads():
+    """Thinks the mask waits until the heads are merged."""
+    answer_7_2 = "d"  # noqa: F841
+
+
+@wrong(
+    "quiz_7_2",
     {"quiz_7_2": "answer_7_2 should be one of the letters 'a', 'b', 'c', 'd', got 'e'"},
 )
 def head_entry_not_an_option():

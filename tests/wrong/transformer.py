@@ -281,13 +281,37 @@ def stream_growth_left_blank():
     answer_8_2 = ...  # noqa: F841
 
 
-@wrong("quiz_8_3", {"quiz_8_3.key": "answer_8_3 = 'b': pre-norm normalises only the input"})
+@wrong(
+    "quiz_8_3",
+    {
+        "quiz_8_3": "Hint: a pre-norm block returns X + f(LN(X)): which part of it is normalised?",
+        "quiz_8_3.key": "answer_8_3 = 'b': a pre-norm block returns X + f(LN(X))",
+    },
+)
 def pre_norm_normalises_the_stream_answer():
     """Pre-norm as X = LN(X); X = X + f(X): the stream itself normalised."""
     answer_8_3 = "b"  # noqa: F841
 
 
-@wrong("quiz_8_3", {"quiz_8_3.key": "answer_8_3 = 'd': pre-norm normalises only the input"})
+@wrong(
+    "quiz_8_3",
+    {
+        "quiz_8_3": "Hint: the next section trains deep stacks of both forms side by side",
+        "quiz_8_3.key": "answer_8_3 = 'd': post-norm is the form that is hard to train at depth",
+    },
+)
 def post_norm_trains_as_easily():
     """A normalised output at every block taken for easy training at depth."""
     answer_8_3 = "d"  # noqa: F841
+
+
+@wrong(
+    "quiz_8_3",
+    {
+        "quiz_8_3": "Hint: both forms have the same two LayerNorms and sublayers",
+        "quiz_8_3.key": "answer_8_3 = 'a': both forms have the same two LayerNorms",
+    },
+)
+def pre_norm_adds_layer_norms():
+    """Thinks pre-norm adds LayerNorms to the block, where it moves them."""
+    answer_8_3 = "a"  # noqa: F841
