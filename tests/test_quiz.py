@@ -35,7 +35,6 @@ from checks._core import _run
 
 checks.groups()  # the hidden groups too
 QUESTIONS = questions.questions()
-BY_NAME = {q.name: q for q in QUESTIONS}
 WRONG = tests.wrong.load()
 UNUSUAL = tests.unusual.load()
 
