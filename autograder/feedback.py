@@ -23,6 +23,7 @@ happened, the ``attention_graded`` table of :mod:`autograder.ledger`).
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import os
@@ -218,6 +219,8 @@ class Page:
         cut = len(text) > limit
         shown = text[:limit]
         self.budget -= len(shown)
+        if cut:
+            self.partial.append("some cells are too long to show in full")
         return shown, cut
 
 
@@ -240,6 +243,7 @@ def test_label(source: str) -> str:
         hidden = parse_test_cell(source) if nbs.HIDDEN_MARKERS[0] in source else []
     except BadTestCell:
         hidden = []
+
     def name(group: str) -> str:
         head, _, detail = group.partition(".")
         return f"{head} ({detail.replace('_', ' ')})" if detail else head
@@ -268,18 +272,30 @@ def hide_hidden_tests(source: str) -> str:
     return "\n".join([*kept, HIDDEN_NOTE] if hid else kept)
 
 
-def _highlight(code: str) -> str:
-    from pygments import highlight
+@functools.cache
+def _code_renderer():
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import PythonLexer
 
-    return highlight(code, PythonLexer(), HtmlFormatter(cssclass="highlight"))
+    return PythonLexer(), HtmlFormatter(cssclass="highlight")
+
+
+def _highlight(code: str) -> str:
+    from pygments import highlight
+
+    return highlight(code, *_code_renderer())
+
+
+@functools.cache
+def _markdown_renderer():
+    """nbconvert's Markdown renderer (mistune, with math), made once: making one costs 50 ms."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
+
+    return MarkdownWithMath(renderer=IPythonRenderer(escape=False))
 
 
 def _markdown(text: str) -> str:
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
-
-    return markdown2html_mistune(text)
+    return _markdown_renderer().render(text)
 
 
 def _outputs(cell, page: Page) -> str:

@@ -263,6 +263,8 @@ def _grade_in_parallel(
                 shutil.rmtree(folder, ignore_errors=True)
 
     def finish(worker, sub, root, reply, outcome=None, run=None):
+        if reply and reply.get("cpu") is not None:  # the worker's own CPU seconds, for tests
+            stats.setdefault("grader_cpu", {})[sub.student] = reply["cpu"]
         wall = (outcome or "").startswith("timed out") or (reply or {}).get("wall_timeouts")
         if wall and retry is not None:
             retry.append((sub, outcome or f"{reply['wall_timeouts']} cell(s) hit the wall clock"))

@@ -249,6 +249,7 @@ def reconcile(
             anchor = index[gc.grade_id]
             continue
         if not gc.restorable:
+            notes.append(f"the answer cell {gc.grade_id!r} is missing: its tests score 0")
             continue
         if anchor is None:
             pos = min(index.values(), default=len(nb.cells))

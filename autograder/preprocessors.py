@@ -206,6 +206,7 @@ class CpuTimedExecute(Execute):
         self._walled: set[int] = set()
         self._stopped_at: int | None = None
         self._index = -1
+        self._cell_cpu: float | None = None
         if resources is None:
             resources = {}
         meta = resources.setdefault("metadata", {})
@@ -238,8 +239,19 @@ class CpuTimedExecute(Execute):
             cell.outputs = [_error("KernelStopped", f"the notebook stopped here: {reason}")]
             return cell, resources
         finally:
+            self._cell_cpu = self._cpu_of_cell()
             if hasattr(km, "end_cell"):
                 km.end_cell()
+
+    def _cpu_of_cell(self) -> float | None:
+        """CPU seconds the kernel's tree has used since the running cell began (sandbox only)."""
+        km = self.km
+        started = getattr(km, "cell_started_cpu", None)
+        if started is None or not hasattr(km, "root_pid"):
+            return None
+        from autograder.sandbox import tree_cpu_seconds
+
+        return tree_cpu_seconds(km.root_pid()) - started
 
     def _not_run(self, cell):
         """A cell after the stop: not run; a test cell fails, saying why."""
@@ -257,17 +269,19 @@ class CpuTimedExecute(Execute):
         return cell
 
     def count_wall_timeout(self, index: int) -> None:
-        """Count cell ``index`` as past the wall clock, once: waiting, or computing."""
+        """Count cell ``index`` as past the wall clock, once: waiting, or computing.
+
+        Called while the cell runs (nbclient's timeout) or just after it (the checks'
+        deadline), with the CPU time of that cell either way.
+        """
         if index in self._walled:
             return
         self._walled.add(index)
-        km = self.km
-        started = getattr(km, "cell_started_cpu", None)
-        limits = getattr(km, "limits", None)
-        if started is not None and limits is not None and hasattr(km, "root_pid"):
-            from autograder.sandbox import tree_cpu_seconds
-
-            used = tree_cpu_seconds(km.root_pid()) - started
+        used = self._cpu_of_cell() if index == self._index else None
+        if used is None and index == self._index:
+            used = self._cell_cpu
+        limits = getattr(self.km, "limits", None)
+        if used is not None and limits is not None:
             if used < self.WAIT_FRACTION * limits.cell_cpu_seconds:
                 CpuTimedExecute.waited += 1
                 return
