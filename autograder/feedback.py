@@ -129,7 +129,7 @@ def _note_in_words(note: str) -> str | None:
     cell = re.search(r"at cell (\d+)", note)
     where = f" at cell {cell[1]}" if cell else ""
     if note.startswith("stopped by the sandbox"):
-        why = note.removeprefix("stopped by the sandbox:").split("(at cell")[0].strip()
+        why = note.split(":", 1)[1].strip() if ":" in note else "it reached a limit"
         return (
             f"It was stopped{where} because {why}. The tests before that point kept their "
             "points; the tests after it did not run and scored 0."

@@ -202,10 +202,13 @@ def _notes(reply: dict) -> list[str]:
     notes = []
     killed, cell = reply.get("killed"), reply.get("stopped_cell")
     if cell:
-        why = f"stopped by the sandbox: {killed}" if killed else "the kernel died"
+        why = (
+            f"stopped by the sandbox at cell {cell}: {killed}"
+            if killed
+            else f"the kernel died at cell {cell} (a crash, os._exit or a kill)"
+        )
         notes.append(
-            f"{why} (at cell {cell}; a crash, os._exit or a kill if not a limit); "
-            "the test cells after the stop scored 0, those before it kept their points"
+            f"{why}; the test cells after the stop scored 0, those before it kept their points"
         )
     elif killed:
         notes.append(f"stopped by the sandbox: {killed}")

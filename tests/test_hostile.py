@@ -20,7 +20,7 @@ from autograder import notebooks as nbs
 from autograder.course import COURSE_ID, Course
 from tests.hostile import CASES, CHAPTER, EVERY_CELL, SETTINGS, write
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 CANARY = "a file outside every course\n"
 
 

@@ -180,7 +180,7 @@ def sys_exit():
     return _prepend(reference(), "masked_softmax", "import sys\nsys.exit(3)")
 
 
-@case(zero_cells=MASKED_SOFTMAX_CELLS + QUIZ_CELLS, problem="kernel died (at cell")
+@case(zero_cells=MASKED_SOFTMAX_CELLS + QUIZ_CELLS, problem="kernel died at cell")
 def killed_kernel():
     """Kills its own kernel with SIGKILL in the masked_softmax cell: the sequence_mask tests
     before it keep their points, every test after it scores 0."""
@@ -813,7 +813,7 @@ def memory_after_every_test():
     return nb
 
 
-@case(problem="kernel died (at cell")
+@case(problem="kernel died at cell")
 def exits_after_every_test():
     """After every test ran, os._exit(0): the kernel is gone, every point kept."""
     nb = reference()
