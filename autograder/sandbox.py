@@ -204,7 +204,8 @@ def prepare(workdir: Path, uid: int | None, namespaces: bool = True) -> tuple[Pa
     """Make ``workdir`` the sandbox user's; return a fresh kernel folder and grader folder.
 
     The kernel folder (its Jupyter sockets, its connection file, in the user-only mode its
-    home) is the sandbox user's. The grader folder is this process's, mode 0711: the kernel
+    home) becomes the sandbox user's only once the grader has written the connection file
+    into it (see ``SandboxKernelManager._hand_over``). The grader folder is this process's, mode 0711: the kernel
     may connect to a socket there whose name it is told, and can neither list, add, rename
     nor replace anything in it. Both are short, because a Unix socket's path has at most 107
     bytes.
@@ -214,12 +215,11 @@ def prepare(workdir: Path, uid: int | None, namespaces: bool = True) -> tuple[Pa
     puts ``workdir`` straight in the system's temporary folder), and everything in
     ``workdir`` becomes the user's (links are never followed).
     """
-    ipc_dir = Path(tempfile.mkdtemp(prefix="attn-"))
+    ipc_dir = Path(tempfile.mkdtemp(prefix="attn-"))  # the user's once the kernel starts
     grader_dir = Path(tempfile.mkdtemp(prefix="attn-g-"))
     grader_dir.chmod(0o711)
     if uid is not None:
-        for path in (workdir, ipc_dir):
-            os.chown(path, uid, uid)
+        os.chown(workdir, uid, uid)
         if not namespaces:
             for base, dirs, files in os.walk(workdir):
                 for name in dirs + files:
@@ -230,19 +230,27 @@ def prepare(workdir: Path, uid: int | None, namespaces: bool = True) -> tuple[Pa
     return ipc_dir, grader_dir
 
 
-def kill_user(uid: int) -> int:
-    """Kill every process of ``uid`` (the user-only mode's way to end a kernel's tree)."""
+def kill_user(uid: int, rounds: int = 5) -> int:
+    """Kill every process of ``uid`` (the user-only mode's way to end a kernel's tree).
+
+    Again until a pass finds none: a process can fork while the list is being walked.
+    """
     import psutil
 
     killed = 0
-    for proc in psutil.process_iter(["uids"]):
-        uids = proc.info.get("uids")
-        if uids is not None and uid in (uids.real, uids.effective):
-            try:
-                proc.kill()
-                killed += 1
-            except psutil.Error:
-                pass
+    for _ in range(rounds):
+        found = 0
+        for proc in psutil.process_iter(["uids"]):
+            uids = proc.info.get("uids")
+            if uids is not None and uid in (uids.real, uids.effective):
+                try:
+                    proc.kill()
+                    found += 1
+                except psutil.Error:
+                    pass
+        killed += found
+        if not found:
+            break
     return killed
 
 
@@ -298,12 +306,21 @@ class SandboxKernelManager(AsyncKernelManager):
         kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         return sandbox.command(kernel_cmd, env), kw
 
-    def write_connection_file(self, **kwargs):
-        super().write_connection_file(**kwargs)
-        if self.uid is not None and os.path.exists(self.connection_file):
-            os.chown(self.connection_file, self.uid, self.uid)
+    def _hand_over(self) -> None:
+        """Give the kernel folder to the sandbox's user, now that the connection file is in it.
+
+        Not before: jupyter_client writes that file by name (unlink, then create), and a
+        process of that user (one that outlived an earlier kernel of its uid) could put a link
+        there in between. The file itself is changed without following a link.
+        """
+        if self.uid is None:
+            return
+        if os.path.lexists(self.connection_file):
+            os.chown(self.connection_file, self.uid, self.uid, follow_symlinks=False)
+        os.chown(self._ipc_dir, self.uid, self.uid)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
+        self._hand_over()
         await super()._async_launch_kernel(kernel_cmd, **kw)
         SandboxKernelManager.active.append(self)
 

@@ -116,10 +116,10 @@ def test_the_run_folder_holds_the_chapters_files_but_no_notebook(tmp_path):
 # ---------------------------------------------------------------- reconciling
 
 
-def _cells() -> list[jobs.GradebookCell]:
-    """The chapter's gradebook cells, as generate_assignment records them (no database)."""
+def _cells(nb=None) -> list[jobs.GradebookCell]:
+    """A chapter's gradebook cells, as generate_assignment records them (no database)."""
     out = []
-    for cell in reference().cells:
+    for cell in (nb or reference()).cells:
         meta = nbs.nbgrader_meta(cell)
         if not meta.get("grade_id"):
             continue
@@ -246,4 +246,15 @@ def test_a_duplicated_cell_keeps_its_metadata_on_the_last_copy():
     nb, _ = jobs.reconcile(nb, _cells())
     assert _ids(nb).count("sequence_mask") == 1
     assert "nbgrader" not in nb.cells[nb.cells.index(cell) - 1].metadata
+    _valid(nb)
+
+
+@pytest.mark.parametrize("chapter", nbs.chapter_names())
+def test_every_chapters_own_notebook_reconciles_unchanged(chapter):
+    """Does every chapter's notebook, as the book has it, pass reconciling with no change to
+    report, and stay valid for nbgrader?"""
+    nb = nbs.read(nbs.notebook_path(chapter))
+    before = _ids(nb)
+    nb, notes = jobs.reconcile(nb, _cells(nbs.read(nbs.notebook_path(chapter))))
+    assert notes == [] and _ids(nb) == before
     _valid(nb)
