@@ -189,9 +189,10 @@ def killed_kernel():
     )
 
 
-@case()
+@case(problem="'test_sequence_mask' was missing")
 def deleted_test_cell():
-    """Deletes the visible test cell of sequence_mask: the grader puts it back and runs it."""
+    """Deletes the visible test cell of sequence_mask: the grader puts it back, runs it and
+    says so."""
     nb = reference()
     nb.cells.remove(_cell(nb, "test_sequence_mask"))
     return nb
@@ -787,10 +788,11 @@ def answers_one_byte_a_second():
     return nb
 
 
-@case(problem="ignored the interrupt")
+@case(problem="ignored the interrupt", also=("timed out on the wall clock",))
 def spins_after_every_test():
     """After every test ran, a last cell that ignores SIGINT and spins: stopped by the
-    sandbox, and every point its tests earned kept."""
+    sandbox (or, on a machine so busy that the cell's wall clock comes first, abandoned
+    there), and every point its tests earned kept."""
     nb = reference()
     spin = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
     nb.cells.append(nbformat.v4.new_code_cell(spin))
