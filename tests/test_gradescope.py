@@ -348,15 +348,18 @@ subprocess.Popen([sys.executable, '-c', {DAEMON!r}], start_new_session=True)
     assert results["score"] == VISIBLE + sum(HIDDEN) and results["tests"]
     assert not (folder / "results" / "planted.txt").exists()  # not root: results/ is closed
     cwd, *readable = (probe / "readable.txt").read_text().splitlines()
-    own = [p for p in readable if p.startswith(cwd + "/")]
-    assert own and any(p.endswith("/checks/_core.py") for p in own)  # the listing works
-    assert {p.removeprefix(cwd + "/").split("/")[0] for p in own} <= {
-        "checks",
-        "solutions",
-        "README.md",
+    own = {p.removeprefix(cwd + "/") for p in readable if p.startswith(cwd + "/")}
+    release = image[1].root / "release" / CHAPTER
+    released = {
+        str(p.relative_to(release))
+        for p in release.rglob("*")
+        if p.is_file() and p.suffix != ".ipynb" and "__pycache__" not in p.parts
     }
+    # Its folder: what the release hands out (checks/ without hidden/, the earlier chapters'
+    # solutions/, figures, the README), without the notebook; no hidden check among it.
+    assert own == released and "checks/_core.py" in own
+    assert not [p for p in own if "hidden" in p]
+    # Beyond it, only its own kernel folder: its connection file and its home.
     others = [p for p in readable if not p.startswith(cwd + "/")]
-    # Beyond its folder, only its own kernel folder (its connection file) is readable.
-    assert all(p.startswith("/tmp/attn-") and p.endswith("/kernel.json") for p in others), others
-    leaks = [p for p in readable if "hidden" in p or p.endswith((".ipynb", ".db", "bundle.json"))]
-    assert leaks == [], leaks
+    (kernel,) = {p.rsplit("/", 1)[0] for p in others if p.endswith("/kernel.json")}
+    assert all(p.startswith(kernel + "/") for p in others), others
