@@ -1,9 +1,11 @@
 """The grader's nbgrader preprocessors, one class each, added to nbgrader's autograde pipeline.
 
 - :class:`SkipDemos`: demo cells (training loops, benchmarks) are not run at grading.
-- :class:`CpuTimedExecute`: nbgrader's ``Execute``, marking where each cell starts so
-  that the sandbox's watchdog limits the cell's CPU time; wall-clock limits are only a
-  backstop, and a late IOPub message never fails a finished cell.
+- :class:`CpuTimedExecute`: nbgrader's ``Execute``, in the job's run folder (never the
+  folder the graded notebook is written to), marking where each cell starts so that the
+  sandbox's watchdog limits the cell's CPU time; wall-clock limits are only a backstop
+  (a cell past one is interrupted, and told waiting from computing), a late IOPub message
+  never fails a finished cell, and after a stop the test cells that ran keep their points.
 - :class:`CheckedExecute`: the same, and every test cell's checks run in this process
   against proxies of the notebook's objects: the verdict never depends on code that ran
   in the student's kernel (see :mod:`checks._remote`).
@@ -233,7 +235,7 @@ class CpuTimedExecute(Execute):
             reason = getattr(km, "stop_reason", None) or (
                 "its kernel died (a crash, os._exit or a kill)"
             )
-            CpuTimedExecute.stopped = f"the kernel died at cell {index + 1}: {reason}"
+            CpuTimedExecute.stopped = f"the notebook stopped at cell {index + 1}: {reason}"
             CpuTimedExecute.stopped_cell = index + 1
             self._stopped_at = index
             cell.outputs = [_error("KernelStopped", f"the notebook stopped here: {reason}")]
@@ -260,11 +262,7 @@ class CpuTimedExecute(Execute):
             cell.execution_count = None
             if is_test_cell(cell):
                 cell.outputs = [
-                    _error(
-                        "NotRun",
-                        "this test did not run: the notebook stopped before it "
-                        f"({CpuTimedExecute.stopped})",
-                    )
+                    _error("NotRun", f"this test did not run: {CpuTimedExecute.stopped}")
                 ]
         return cell
 
@@ -354,7 +352,7 @@ class CheckedExecute(CpuTimedExecute):
             self.count_wall_timeout(index)
         if self._stopped_at == index and checker.error is not None:
             ename, evalue = checker.error
-            checker.error = (ename, f"{evalue} (the notebook stopped: {CpuTimedExecute.stopped})")
+            checker.error = (ename, f"{evalue} ({CpuTimedExecute.stopped})")
         cell.outputs = checker.outputs()
         return cell, resources
 

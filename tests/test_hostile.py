@@ -10,6 +10,7 @@ has anything live in it.
 
 import csv
 import html.parser
+import re
 import sqlite3
 
 import nbformat
@@ -22,6 +23,7 @@ from tests.hostile import CASES, CHAPTER, EVERY_CELL, SETTINGS, write
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 CANARY = "a file outside every course\n"
+RETRIED_IN_FULL = re.compile(r"\d+ cell\(s\) hit the wall clock; retried alone: graded in full")
 
 
 def _outside_state(folder):
@@ -84,6 +86,11 @@ def test_each_hostile_case_is_graded_or_reported_exactly(graded, name):
     expected = {c: 0.0 if c in case.zero_cells else full[c] for c in EVERY_CELL}
     assert scores[name] == expected, case.note
     reported = problems.get(name)
+    if reported and RETRIED_IN_FULL.fullmatch(reported):
+        # A cell that computed past its wall clock on a very busy machine, graded again alone
+        # and in full: a note about the machine, not about the submission (the grades above
+        # are exact either way).
+        reported = None
     allowed = [case.problem, *case.also] if case.problem else [None]
     assert any(
         (reported is None) if want is None else (want in (reported or "")) for want in allowed
