@@ -229,10 +229,31 @@ def _sandbox_mode(wanted: str) -> bool | str:
     return False
 
 
+def close_bundle(root: Path, source: Path) -> None:
+    """Leave the kernel's user (the user-only mode) nothing of the grader's to read.
+
+    ``umask 077`` for everything the grader writes from now on (its work folder is a fresh
+    ``mkdtemp``, mode 0700, and the kernel's own folder is made elsewhere, see
+    :func:`autograder.jobs.run_folder`); the bundle (``source/``: every check, hidden ones
+    included, the course's source notebook, the gradebook template), the results, the
+    submission, Gradescope's copy of ``run_autograder`` and its metadata closed to others.
+    The environment (``venv/``) stays readable: the kernel runs on it.
+    """
+    os.umask(0o077)
+    for folder in (source, root / "results", root / "submission"):
+        if folder.is_dir() and not folder.is_symlink():
+            folder.chmod(0o700)
+    for name in ("run_autograder", "submission_metadata.json"):
+        path = root / name
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o700 if name == "run_autograder" else 0o600)
+
+
 def main(root: str) -> int:
     """Grade ``<root>/submission`` and write ``<root>/results/results.json``."""
     from autograder import collect, grading
     from autograder import notebooks as nbs
+    from autograder.jobs import write_private
 
     root = Path(root)
     source = Path(__file__).resolve().parent.parent
@@ -242,9 +263,7 @@ def main(root: str) -> int:
     results_path.parent.mkdir(parents=True, exist_ok=True)
     sandbox = _sandbox_mode(config.get("sandbox", "auto"))
     if sandbox == "user":  # nothing of the grader's may be readable by the kernel's user
-        os.umask(0o077)
-        for folder in (source, results_path.parent):
-            folder.chmod(0o700)
+        close_bundle(root, source)
 
     work = Path(tempfile.mkdtemp(prefix="grade-"))
     shutil.copytree(source / "course" / "source", work / "source")
@@ -314,7 +333,8 @@ def main(root: str) -> int:
         "visibility": "visible",
         "tests": tests,
     }
-    results_path.write_text(json.dumps(results, indent=2))
+    write_private(results_path, json.dumps(results, indent=2).encode("utf-8"))
+    results_path.chmod(0o644)
     shutil.rmtree(work, ignore_errors=True)
     # stdout is for the instructor (Gradescope shows it to course staff): the whole total.
     print(

@@ -277,16 +277,52 @@ for _ in range(20000):
 """
 
 
+# What the kernel's user can read, written to /probe (a folder the test binds in; nothing of
+# Gradescope's): every file it can open under /autograder (its environment, venv/, aside) and
+# /tmp (where the grader works), and the bundle's files it could know by name.
+LISTING = """
+import glob, os
+readable = []
+def can_read(path):
+    try:
+        with open(path, 'rb') as f:
+            f.read(1)
+        return True
+    except OSError:
+        return False
+for top in ('/autograder', '/tmp'):
+    for base, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if os.path.join(base, d) != '/autograder/venv']
+        readable += [os.path.join(base, f) for f in files if can_read(os.path.join(base, f))]
+named = ['/autograder/source/bundle.json', '/autograder/source/checks/hidden/masking.py',
+         '/autograder/source/course/source/masking/masking.ipynb',
+         '/autograder/source/course/template.db', '/autograder/submission/masking.ipynb',
+         '/autograder/results/results.json', '/autograder/run_autograder']
+for pattern in ('/tmp/grade-*/source/masking/masking.ipynb', '/tmp/grade-*/gradebook.db',
+                '/tmp/grade-*/.grading/jobs/*/source/masking/masking.ipynb',
+                '/tmp/grade-*/.grading/jobs/*/gradebook.db'):
+    named += glob.glob(pattern)
+readable += [p for p in named if can_read(p)]
+with open('/probe/readable.txt', 'w') as f:
+    f.write(os.getcwd() + '\\n' + '\\n'.join(sorted(set(readable))))
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_without_namespaces_student_code_runs_as_another_user(image):
+def test_without_namespaces_student_code_runs_as_another_user(image, tmp_path):
     """Docker's default (no CAP_SYS_ADMIN, so no namespaces, but root): does the kernel run as
     another user who can neither read the bundle nor touch results.json, and is every process
-    of it gone before results.json is written, so that a daemon cannot rewrite it?"""
+    of it gone before results.json is written, so that a daemon cannot rewrite it? And, listed
+    file by file, can that user read nothing of the bundle or the grader's work but its own
+    folder: the released checks (no hidden/), the earlier chapters' solutions, the README?"""
     if os.geteuid() != 0:
         pytest.skip("models a container that runs run_autograder as root")
     folder = image[0]
     folder.chmod(0o755)  # /autograder on Gradescope
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    probe.chmod(0o777)
     nb = reference()
     cell = next(
         c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "sequence_mask"
@@ -303,10 +339,27 @@ for action in (
         pass
 subprocess.Popen([sys.executable, '-c', {DAEMON!r}], start_new_session=True)
 """
-    cell.source = cell.source + "\n" + attack
-    results = _grade(image, "user-only", nb, ["--cap-drop", "CAP_SYS_ADMIN"])
+    cell.source = cell.source + "\n" + attack + "\n" + LISTING
+    extra = ["--cap-drop", "CAP_SYS_ADMIN", "--bind", str(probe), "/probe"]
+    results = _grade(image, "user-only", nb, extra)
     log = image[3]["user-only"]
     assert "kernels run as another user" in log and "grading without a sandbox" not in log
     # The daemon polled for results.json to overwrite it: it was gone before the file was.
     assert results["score"] == VISIBLE + sum(HIDDEN) and results["tests"]
     assert not (folder / "results" / "planted.txt").exists()  # not root: results/ is closed
+    cwd, *readable = (probe / "readable.txt").read_text().splitlines()
+    own = {p.removeprefix(cwd + "/") for p in readable if p.startswith(cwd + "/")}
+    release = image[1].root / "release" / CHAPTER
+    released = {
+        str(p.relative_to(release))
+        for p in release.rglob("*")
+        if p.is_file() and p.suffix != ".ipynb" and "__pycache__" not in p.parts
+    }
+    # Its folder: what the release hands out (checks/ without hidden/, the earlier chapters'
+    # solutions/, figures, the README), without the notebook; no hidden check among it.
+    assert own == released and "checks/_core.py" in own
+    assert not [p for p in own if "hidden" in p]
+    # Beyond it, only its own kernel folder: its connection file and its home.
+    others = [p for p in readable if not p.startswith(cwd + "/")]
+    (kernel,) = {p.rsplit("/", 1)[0] for p in others if p.endswith("/kernel.json")}
+    assert all(p.startswith(kernel + "/") for p in others), others
