@@ -25,11 +25,19 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
-from checks._core import CheckError, calling, is_harness_file, shape_str
+from checks._core import (
+    CheckError,
+    CrashInCodeUnderTest,
+    _number,
+    calling,
+    change_of,
+    excerpt,
+    is_harness_file,
+    mutation_of,
+    shape_str,
+)
 
 _clone = torch.Tensor.clone
-_equal = torch.equal
-_isnan = torch.isnan
 
 
 def float64_device(device) -> torch.device:
@@ -49,6 +57,10 @@ def _tensors(args, kwargs, names=None) -> list[tuple[str, torch.Tensor]]:
 def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
     """Call ``fn(*args, **kwargs)`` and check that it left every tensor argument unchanged.
 
+    The code under test gets copies (see :func:`checks._core._run`): a change it makes in
+    place is recorded, not made, and reported here. A module's forward must leave the
+    module's parameters and buffers as they were, too.
+
     Args:
         fn: the function or module to call.
         what: the call as the student would write it, for messages.
@@ -56,30 +68,34 @@ def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
         under: the function or class under test, to point at its line if it crashes.
     """
     named = _tensors(args, kwargs, names)
-    before = [(n, t, _clone(t.detach()), t.dtype, tuple(t.shape)) for n, t in named]
+    before = [(n, t, _clone(t.detach()) if t.device.type != "meta" else t) for n, t in named]
     with calling(what, under if under is not None else fn):
         out = fn(*args, **kwargs)
-    for name, t, copy, dtype, shape in before:
-        if t.dtype != dtype or tuple(t.shape) != shape:
+    for name, t, copy in before:
+        change = change_of(copy, t)
+        if change is None:
+            continue
+        if change[0] == "layout":
+            _, dtype, shape, now_dtype, now_shape = change
             raise CheckError(
                 f"{what} changed its input {name} in place: it was {dtype} of shape "
-                f"{shape_str(shape)} and is now {t.dtype} of shape {shape_str(t.shape)}. "
+                f"{shape_str(shape)} and is now {now_dtype} of shape {shape_str(now_shape)}. "
                 "Work on a new tensor (unsqueeze, not unsqueeze_)."
             )
-        now = t.detach()
-        if t.device.type == "meta":
-            continue
-        same = (now == copy) | (_isnan(now) & _isnan(copy)) if now.is_floating_point() else None
-        if same is None:
-            same = now == copy
-        if not bool(same.all()):
-            index = tuple(int(i) for i in torch.nonzero(~same)[0])
-            raise CheckError(
-                f"{what} modified its input {name} in place: at index {shape_str(index)} it "
-                f"was {copy[index].item():.6g} and is now {now[index].item():.6g}. The caller "
-                "may still need it: compute a new tensor (masked_fill, torch.where, clamp, "
-                "not X[...] = ..., masked_fill_ or clamp_)."
-            )
+        _, index, was, now = change
+        raise CheckError(
+            f"{what} modified its input {name} in place: at index {shape_str(index)} it "
+            f"was {_number(was)} and is now {_number(now)}. The caller "
+            "may still need it: compute a new tensor (masked_fill, torch.where, clamp, "
+            "not X[...] = ..., masked_fill_ or clamp_)."
+        )
+    change = mutation_of(getattr(fn, "_root", fn))
+    if change is not None and change[0] == "parameters":
+        raise CheckError(
+            f"{what} changed the module's own tensors in place ({', '.join(change[1])}): a "
+            "forward must leave its parameters and buffers as they are (no .data, copy_ or "
+            "zero_ on them)."
+        )
     return out
 
 
@@ -145,14 +161,89 @@ class _Watch(TorchFunctionMode):
         """What this watch saw, as data (sent back by the kernel)."""
         return None
 
+    def report_crash(self, err: BaseException):
+        """What this watch saw until the call crashed with ``err`` (sent back by the kernel)."""
+        return self.report()
+
     def merge(self, report) -> None:
         """Take in what the same watch saw in the kernel."""
 
 
+# Reads of a tensor's values, which a meta tensor (no data) cannot answer. When one of these,
+# called by the code under test on a meta tensor, raises, the device check cannot go on: the
+# watch sees the call and its exception itself (never the text of an exception of the code
+# under test), and only that exception, reaching the check, lets the check skip the property.
+DATA_READS = frozenset(
+    {
+        "item",
+        "tolist",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__index__",
+        "__complex__",
+        "nonzero",
+        "argwhere",
+        "masked_select",
+        "unique",
+        "unique_consecutive",
+        "repeat_interleave",
+        "bincount",
+        "equal",
+        "allclose",
+        "__getitem__",
+        "__setitem__",
+        "index_put",
+        "index_put_",
+    }
+)
+
+
+def _plain_index(index, depth=0) -> bool:
+    """Whether an index is made of ints, slices, None, ... and tensors only (no object of the
+    code under test whose ``__index__`` could raise whatever it likes)."""
+    if depth > 4:
+        return False
+    if index is None or index is ... or isinstance(index, (bool, int, torch.Tensor)):
+        return True
+    if isinstance(index, slice):
+        return all(_plain_index(x, depth + 1) for x in (index.start, index.stop, index.step))
+    if type(index) in (tuple, list):
+        return all(_plain_index(x, depth + 1) for x in index)
+    return False
+
+
 class _DeviceWatch(_Watch):
-    """Raise a CheckError where code running on meta tensors mixes in (or moves to) the CPU."""
+    """Raise a CheckError where code running on meta tensors mixes in (or moves to) the CPU.
+
+    It also notes a read of values on a meta tensor that raised (:data:`DATA_READS`): the one
+    reason for which :func:`on_meta` skips its property.
+    """
 
     NAME = "device"
+
+    def __init__(self):
+        super().__init__()
+        self.data_read: tuple[str, BaseException] | None = None  # (op, the exception it raised)
+        self.remote_read: str | None = None
+
+    def blames(self, err: BaseException) -> str | None:
+        """The read of values on meta that raised ``err`` (or an exception in its chain)."""
+        seen = set()
+        while err is not None and id(err) not in seen:
+            seen.add(id(err))
+            if self.data_read is not None and err is self.data_read[1]:
+                return self.data_read[0]
+            if isinstance(err, (CrashInCodeUnderTest, CheckError)):
+                op = getattr(err, "data_dependent", None)
+                if isinstance(op, str) and op in DATA_READS:
+                    return op
+            err = err.__cause__ or err.__context__
+        return None
+
+    def report_crash(self, err: BaseException):
+        op = self.blames(err)
+        return {"data_dependent": op} if op else None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -172,7 +263,12 @@ class _DeviceWatch(_Watch):
                 f".{name}() moves a tensor off the inputs' device: on a GPU the result would "
                 "come back on the CPU. Keep every tensor on the inputs' device."
             )
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except Exception as err:
+            if on_meta and name in DATA_READS and _plain_index(args[1:]):
+                self.data_read = (name, err)
+            raise
         if on_meta and name == "to" and isinstance(out, torch.Tensor) and out.device.type == "cpu":
             raise _device_error(
                 ".to(...) moved a tensor to the CPU: keep every tensor on the inputs' device."
@@ -191,32 +287,31 @@ def _device_error(message: str) -> CheckError:
     return CheckError(message)
 
 
-# What a device without data cannot do: read values. Code that needs them cannot be judged on
-# meta, so such a crash is no failure of the device check (the values checks test that code).
-_DATA_DEPENDENT = (
-    "meta tensor",
-    "meta device",
-    "data-dependent",
-    "cannot be called on meta",
-    "register_meta",
-)
-
-
 def on_meta(call, what: str, under=None):
     """Run ``call()`` (which builds its inputs on ``meta``) and check the result stays on meta.
 
-    Returns the output, or None when the code under test needs the values of its inputs
-    (``.item()``, ``.tolist()``, boolean indexing), which a meta tensor does not have.
+    Returns the output, or None when the code under test read the values of a meta tensor
+    (``.item()``, ``.tolist()``, boolean indexing), which a meta tensor does not have: the
+    watch saw that read raise, and the check reached the exception it raised. Any other
+    crash on meta, whatever its type or message, fails the property.
     """
+    watch = _DeviceWatch()
     try:
-        with _DeviceWatch():
+        with watch:
             with calling(what, under):
                 out = call()
     except NotImplementedError as err:  # calling() lets these through: an exercise not done yet
-        if any(s in str(err) for s in _DATA_DEPENDENT):
+        if watch.blames(err):
             return None
-        raise
+        message = err.message if isinstance(err, CrashInCodeUnderTest) else str(err)
+        raise CheckError(
+            f"{what} raised NotImplementedError: {excerpt(message)}\n      The code must run "
+            "on any device: on a GPU it gets tensors there, and on the meta device (tensors "
+            "without data) the checks see where each tensor is made."
+        ) from None
     except CheckError as err:
+        if watch.blames(err):
+            return None
         cause = err.__cause__
         text = f"{type(cause).__name__}: {cause}" if cause is not None else ""
         if cause is not None and "expected device" in text:
@@ -224,8 +319,6 @@ def on_meta(call, what: str, under=None):
                 f"{err}\n      (a tensor was made on the CPU while the inputs were on another "
                 "device: pass device=... when you create it)"
             ) from None
-        if cause is not None and any(s in text for s in _DATA_DEPENDENT):
-            return None
         raise
     for t in out if isinstance(out, tuple) else (out,):
         if isinstance(t, torch.Tensor) and t.device.type != "meta":
