@@ -9,7 +9,9 @@ look right on the usual inputs:
 - :func:`on_meta`: tensors made inside stay on the inputs' device (no ``torch.arange``
   without ``device=``, no ``.cpu()``), proven on the ``meta`` device, so that a
   grader without a GPU sees it;
-- :func:`float64_device`: where float64 is tested (the CPU for a device without it);
+- :func:`float64_device`: where float64 is tested (the CPU for a device without it), and
+  :data:`FLOAT64`, the tolerance that tells float64 from float32 computed and cast back;
+- :func:`expect_gradient_values`: the gradient is the derivative (finite differences);
 - :func:`expect_dropout_pattern`: dropout with 0 < p < 1 zeroes a fraction p of the
   weights and scales the rest by 1 / (1 - p), once;
 - :func:`largest_intermediate`: the largest tensor the code under test creates.
@@ -38,6 +40,57 @@ from checks._core import (
 )
 
 _clone = torch.Tensor.clone
+
+
+# --------------------------------------------------------------------------
+# The property classes every graded target's checks cover, declared target by target.
+# --------------------------------------------------------------------------
+
+CLASSES = ("float64", "gradient", "meta", "dropout", "unchanged")
+CLASS_MEANING = {
+    "float64": "float64 in, float64 out, computed in float64 (equal to a float64 reference "
+    "to FLOAT64)",
+    "gradient": "a gradient reaches every input and parameter, and it is the derivative "
+    "(finite differences in float64)",
+    "meta": "the forward on the meta device: no tensor made on the CPU, none moved off",
+    "dropout": "dropout with 0 < p < 1 in training, applied once, and none in eval",
+    "unchanged": "the inputs (and a module's own tensors) left as they were",
+}
+PROPERTIES: dict[str, dict[str, tuple[str, ...] | str]] = {}
+
+
+def properties(target: str, **classes) -> None:
+    """Declare, for a graded target, the check groups that test each property class.
+
+    Each class of :data:`CLASSES` is given either the groups that test it (a tuple of group
+    names; a known-wrong answer in ``tests/wrong`` that breaks the class must fail every one,
+    see ``tests/test_properties.py``) or why it does not apply, a string ``"n/a: ..."``.
+
+    Example::
+
+        properties(
+            "masked_softmax",
+            float64=("masked_softmax.safety",),
+            dropout="n/a: masked_softmax has no dropout",
+            ...
+        )
+    """
+    missing = set(CLASSES) - set(classes)
+    unknown = set(classes) - set(CLASSES)
+    if missing or unknown:
+        raise TypeError(f"{target}: classes missing {sorted(missing)}, unknown {sorted(unknown)}")
+    for name, groups in classes.items():
+        if isinstance(groups, str):
+            if not groups.startswith("n/a: ") or len(groups) < 12:
+                raise TypeError(f"{target}.{name}: say why it does not apply: 'n/a: <why>'")
+        elif not (isinstance(groups, tuple) and groups and all(isinstance(g, str) for g in groups)):
+            raise TypeError(f"{target}.{name}: give a tuple of group names, got {groups!r}")
+    PROPERTIES[target] = dict(classes)
+
+
+# A float64 result against an independent float64 reference: float32 rounding (about 6e-8
+# of each value) anywhere inside shows; summing in another order (about 1e-15) does not.
+FLOAT64 = dict(atol=1e-10, rtol=1e-9)
 
 
 def float64_device(device) -> torch.device:
@@ -89,7 +142,7 @@ def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
             "may still need it: compute a new tensor (masked_fill, torch.where, clamp, "
             "not X[...] = ..., masked_fill_ or clamp_)."
         )
-    change = mutation_of(getattr(fn, "_root", fn))
+    change = mutation_of(_root_of(fn))
     if change is not None and change[0] == "parameters":
         raise CheckError(
             f"{what} changed the module's own tensors in place ({', '.join(change[1])}): a "
@@ -97,6 +150,13 @@ def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
             "zero_ on them)."
         )
     return out
+
+
+def _root_of(fn):
+    """The module proxy whose tensors a call of ``fn`` may change (``fn`` itself otherwise)."""
+    from checks._remote import RemoteModule
+
+    return fn._root if isinstance(fn, RemoteModule) else fn
 
 
 def expect_gradients(out: torch.Tensor, named: dict, what: str, *, seed: int = 0) -> None:
@@ -401,11 +461,17 @@ def seeded(seed: int):
 
 
 def expect_gradient_values(f, inputs: dict, what: str, *, seed: int = 0, eps: float = 1e-6):
-    """The gradient autograd gives must be the derivative: checked along a random direction.
+    """The gradient autograd gives must be the derivative, by finite differences in float64.
 
-    In float64: for L(x) = Σ f(x) ⊙ R, compare Σ_i ⟨∂L/∂x_i, u_i⟩ with the central difference
-    (L(x + εu) - L(x - εu)) / 2ε. A value computed under ``torch.no_grad()`` or detached
-    somewhere inside (but not everywhere) gives a gradient that is not the derivative.
+    The idea of ``torch.autograd.gradcheck``'s fast mode, written out: for L(x) = Σ f(x) ⊙ R
+    with a random R, compare Σ_i ⟨∂L/∂x_i, u_i⟩ from autograd with the central difference
+    (L(x + εu) - L(x - εu)) / 2ε along a random direction u: three calls of the code under
+    test. ``tests/test_checks_core.py`` proves that it gives the verdict of gradcheck's full
+    Jacobian (its slow mode: two calls per input entry); gradcheck's fast mode, whose
+    tolerance scales with the directions, passes a sine computed in float32, this does not.
+    A value computed under ``torch.no_grad()``, detached somewhere inside (but not
+    everywhere), or computed in float32 and cast back (the finite difference is then mostly
+    rounding) fails.
 
     Args:
         f: ``f(**inputs)`` returns the output tensor.
@@ -429,5 +495,5 @@ def expect_gradient_values(f, inputs: dict, what: str, *, seed: int = 0, eps: fl
         raise CheckError(
             f"{what}: the gradient is not the derivative of the output. Along a random "
             f"direction autograd gives {analytic:.8g}, the finite difference {numeric:.8g}. "
-            "Is part of the computation detached or under torch.no_grad()?"
+            "Is part of the computation detached, under torch.no_grad(), or done in float32?"
         )

@@ -302,6 +302,11 @@ class Server:
         return reply
 
     def backward(self, request: dict):
+        if request["call"] not in self.calls:
+            raise RemoteError(
+                f"the grader asked for the gradients of a call whose graph is gone (only the "
+                f"last {self.KEEP_CALLS} calls keep theirs)"
+            )
         flat, inputs, params = self.calls[request["call"]]
         pairs = [
             (o, g) for o, g in zip(flat, request["grads"]) if g is not None and o.requires_grad

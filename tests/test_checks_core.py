@@ -10,6 +10,7 @@ import sysconfig
 import textwrap
 from pathlib import Path
 
+import numpy
 import pytest
 import torch
 
@@ -423,6 +424,42 @@ def test_gradient_checks_see_detached_parts():
         expect_gradient_values(lambda x: x * x.detach(), {"x": x}, "x * x.detach()")
 
 
+def _softmax_half_detached(x):
+    return x.exp() / x.exp().sum().detach()
+
+
+GRADIENT_CASES = {  # function of a float64 x: is its autograd gradient the derivative?
+    "x sin x": (lambda x: x.sin() * x, True),
+    "softmax": (lambda x: torch.softmax(x, dim=-1), True),
+    "x @ x.T": (lambda x: x @ x.T, True),
+    "x * x.detach()": (lambda x: x * x.detach(), False),
+    "exp / detached sum": (_softmax_half_detached, False),
+    "sin in float32": (lambda x: x.float().sin().double(), False),
+    "softmax in float32": (lambda x: torch.softmax(x.float(), dim=-1).to(x.dtype), False),
+}
+
+
+@pytest.mark.parametrize("name", GRADIENT_CASES)
+def test_the_gradient_check_agrees_with_gradcheck(name):
+    """Does expect_gradient_values (finite differences along a random direction) give the
+    verdict of torch.autograd.gradcheck's full Jacobian, for right gradients, detached parts
+    and float32 inside? (gradcheck's own fast mode passes sin computed in float32.)"""
+    from checks._contract import expect_gradient_values
+
+    f, right = GRADIENT_CASES[name]
+    x = torch.randn(3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(0)
+    theirs = torch.autograd.gradcheck(
+        f, (x.clone().requires_grad_(),), fast_mode=False, raise_exception=False
+    )
+    assert theirs is right
+    if right:
+        expect_gradient_values(f, {"x": x}, name)
+    else:
+        with pytest.raises(CheckError, match="not the derivative"):
+            expect_gradient_values(f, {"x": x}, name)
+
+
 def test_float64_runs_on_the_cpu_for_a_device_without_it():
     """Is float64 tested on the CPU for MPS, and on the device itself otherwise?"""
     from checks._contract import float64_device
@@ -442,11 +479,29 @@ def test_expect_choice_takes_exactly_one_of_the_letters(answer):
     assert expect_choice(" B ", "abcd", "answer_9_9") == "b"
 
 
-@pytest.mark.parametrize("answer", ["30", float("nan"), float("inf"), True, None, [30]])
+@pytest.mark.parametrize(
+    "answer",
+    ["30", float("nan"), float("inf"), True, None, [30], 10**400, torch.tensor(True)]
+    + [torch.tensor([1.0, 2.0]), torch.tensor(1 + 2j), numpy.bool_(True), numpy.array([30.0])],
+    ids=repr,
+)
 def test_expect_number_refuses_what_is_not_a_finite_number(answer):
-    """Does expect_number refuse strings, NaN, infinity, booleans and lists?"""
+    """Does expect_number refuse strings, NaN, infinity, booleans (also as a tensor or NumPy),
+    lists, arrays, complex numbers and an int too large for a float?"""
     from checks._core import expect_number
 
     with pytest.raises(CheckError, match="answer_9_9"):
         expect_number(answer, "answer_9_9")
-    assert expect_number(torch.tensor(30.0), "answer_9_9") == 30.0
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [30, 30.0, numpy.float64(30.0), numpy.float32(30.0), numpy.int64(30), torch.tensor(30.0)]
+    + [torch.tensor([30]), numpy.array(30.0)[()]],
+    ids=repr,
+)
+def test_expect_number_takes_numbers_in_every_form(answer):
+    """Are ints, floats, NumPy scalars and one-element real tensors all the number 30?"""
+    from checks._core import expect_number
+
+    assert expect_number(answer, "answer_9_9") == 30.0

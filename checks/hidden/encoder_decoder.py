@@ -18,8 +18,11 @@ from checks._core import (
     expect_unchanged,
     random_tensor,
 )
+from checks._contract import expect_gradient_values
 from checks.encoder_decoder import (
     call,
+    decoder_on_meta,
+    decoder_sublayer_dropout,
     describe,
     make_decoder_block,
     to_torch,
@@ -147,6 +150,18 @@ def dropout_on_the_sublayers(DecoderBlock, device):
         )
 
 
+@check("DecoderBlock.dropout", hidden=True)
+def sublayer_dropout_statistics(DecoderBlock, device):
+    """With dropout=0.3 in training, is each sublayer's output dropped once (a fraction ≈ 0.3 zeroed, the rest divided by 0.7)?"""
+    decoder_sublayer_dropout(DecoderBlock, device, seed=33, p=0.3, B=6, T=7, S=6, d=12)
+
+
+@check("DecoderBlock.dtypes", hidden=True)
+def on_the_meta_device(DecoderBlock, device):
+    """On the meta device, post- and pre-norm, with and without lengths, is no tensor made on the CPU?"""
+    decoder_on_meta(DecoderBlock, seed=45, d=12)
+
+
 @check("DecoderBlock.dtypes", hidden=True)
 def float64_and_gradients(DecoderBlock, device):
     """In float64, does it match nn.TransformerDecoderLayer to 1e-10, with the same gradients for X, enc_outputs and the weights, leaving its inputs unchanged?"""
@@ -211,6 +226,12 @@ def float64_and_gradients(DecoderBlock, device):
                 atol=1e-9,
                 rtol=1e-7,
             )
+        expect_gradient_values(
+            lambda X, enc_outputs: call(block, X, enc_outputs, enc_lens, tgt_lens),
+            {"X": X, "enc_outputs": enc},
+            f"the forward ({what})",
+            seed=seed,
+        )
 
 
 # ------------------------------------------------ Check your understanding: the answers
