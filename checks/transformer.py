@@ -110,7 +110,7 @@ def block_contract(TransformerBlock, device, *, seed, d, B, T, reference=None):
         named = module_tensors(block, X=leaf)
         expect_gradients(call(block, leaf, lens), named, f"the forward ({name})", seed=seed)
         expect_gradient_values(
-            lambda X: call(block64, X, lens.to(dev64)),
+            functools.partial(call, block64, valid_lens=lens.to(dev64)),
             {"X": X.to(dev64, torch.float64)},
             f"the forward in float64 ({name})",
             seed=seed,

@@ -7,9 +7,12 @@ LayerNorm by its formula; an explicit loop over target prefixes; and masking pro
 valid encoder output does change the output).
 """
 
+import functools
+
 import torch
 from torch import nn
 
+from checks._contract import expect_gradient_values, properties
 from checks._core import (
     CheckError,
     check,
@@ -18,7 +21,6 @@ from checks._core import (
     expect_unchanged,
     random_tensor,
 )
-from checks._contract import expect_gradient_values
 from checks.encoder_decoder import (
     call,
     decoder_on_meta,
@@ -227,7 +229,7 @@ def float64_and_gradients(DecoderBlock, device):
                 rtol=1e-7,
             )
         expect_gradient_values(
-            lambda X, enc_outputs: call(block, X, enc_outputs, enc_lens, tgt_lens),
+            functools.partial(call, block, enc_valid_lens=enc_lens, tgt_valid_lens=tgt_lens),
             {"X": X, "enc_outputs": enc},
             f"the forward ({what})",
             seed=seed,
@@ -274,3 +276,17 @@ def quiz_9_2_key(answer, device):
     choice = expect_choice(answer(), "abcd", "answer_9_2")
     if choice != "c":
         raise CheckError(f"answer_9_2 = {choice!r}: {WHY_NOT_9_2[choice]}")
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "DecoderBlock",
+    float64=("DecoderBlock.dtypes",),
+    gradient=("DecoderBlock.dtypes",),
+    meta=("DecoderBlock.dtypes",),
+    dropout=("DecoderBlock.dropout",),
+    unchanged=("DecoderBlock.dtypes",),
+)

@@ -10,6 +10,7 @@ import math
 import torch
 from torch import nn
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -201,3 +202,17 @@ def quiz_pre_post(answer, device):
             "stack ends with a LayerNorm; both forms have the same parameters, and post-norm is "
             "the one that is hard to train at depth"
         )
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "TransformerBlock",
+    float64=("TransformerBlock.torch",),
+    gradient=("TransformerBlock.torch",),
+    meta=("TransformerBlock.torch",),
+    dropout=("TransformerBlock.dropout",),
+    unchanged=("TransformerBlock.torch",),
+)

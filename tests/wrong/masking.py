@@ -13,6 +13,7 @@ from tests.wrong import wrong
         "sequence_mask": "X was modified in place",
         "sequence_mask.safety": "X (torch.float32) was modified in place",
     },
+    breaks="unchanged",
 )
 def writes_into_input(X, valid_len, value=0):
     """The textbook version: X[~mask] = value changes the caller's tensor."""
@@ -141,7 +142,7 @@ def softmax_before_masking(X, valid_lens):
     return torch.softmax(X, dim=-1) * mask
 
 
-@wrong("masked_softmax", {"masked_softmax.safety": "X was modified in place"})
+@wrong("masked_softmax", {"masked_softmax.safety": "X was modified in place"}, breaks="unchanged")
 def writes_minus_inf_into_input(X, valid_lens):
     """Right weights, but writes -inf into the caller's scores."""
     if valid_lens is None:
@@ -436,7 +437,6 @@ def sequence_mask_straight_through(X, valid_len, value=0):
         "sequence_mask.safety": "X (torch.float32) was modified in place: at index (0, 0) it was",
         "sequence_mask.values": "sequence_mask on shape (1, 1), lengths [2], value=0: row row=0 is wrong",
     },
-    breaks="unchanged",
 )
 def sequence_mask_zeroes_everything(X, valid_len, value=0):
     """Masks nothing: zeroes X and valid_len in place and returns zeros, so that a reference
@@ -498,7 +498,6 @@ def masked_softmax_sum_detached(X, valid_lens):
         "masked_softmax.safety": "X was modified in place: at index (0, 0, 0) it was",
         "masked_softmax.values": "weights for X of shape (1, 1, 1) with 1-D valid_lens [1]: row batch=0, query=0 is wrong",
     },
-    breaks="unchanged",
 )
 def masked_softmax_zeroes_everything(X, valid_lens):
     """Computes nothing: zeroes the scores and the lengths in place and returns zeros, so that

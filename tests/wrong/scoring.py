@@ -316,7 +316,6 @@ def distance_zeros_on_the_cpu(queries, keys):
         "distance_scores.kernel": "softmax(distance_scores) in 1-D: row query=0 is wrong (6 of 6 rows differ)",
         "distance_scores.values": "distance_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
     },
-    breaks="unchanged",
 )
 def distance_zeroes_everything(queries, keys):
     """Computes nothing: zeroes the queries and keys in place and returns zeros, so that a
@@ -326,3 +325,23 @@ def distance_zeroes_everything(queries, keys):
         keys.zero_()
     B, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
     return torch.zeros(B, m, n, dtype=queries.dtype, device=queries.device)
+
+
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores on queries (1, 2, 2), keys (1, 3, 2), torch.float32 modified its input queries in place: at index (0, 0, 0) it",
+        "distance_scores.values": "distance_scores on queries (3, 4, 5), keys (3, 6, 5), torch.float32 modified its input queries in place: at index (0, 0, 0) it",
+    },
+    breaks="unchanged",
+)
+def distance_centred_in_place(queries, keys):
+    """Centres the queries and keys in place on the keys' mean (distances do not change): the
+    right scores, but the caller's queries and keys are changed."""
+    centre = keys.detach().mean(dim=1, keepdim=True)  # (B, 1, d)
+    with torch.no_grad():
+        queries.sub_(centre)
+        keys.sub_(centre)
+    dots = torch.bmm(queries, keys.transpose(1, 2))
+    q_sq, k_sq = (queries**2).sum(-1), (keys**2).sum(-1)
+    return -(q_sq[:, :, None] - 2 * dots + k_sq[:, None, :]) / 2
