@@ -40,7 +40,7 @@ def cosine_matches_a_loop(CosineAttention, device):
 
 @check("CosineAttention.values", hidden=True)
 def cosine_zero_vectors_hidden(CosineAttention, device):
-    """In float64 too, do zero queries and keys score 0, with no nan forward or backward?"""
+    """In float64 too, do zero queries and keys score 0, with no nan forward or backward and no gradient that explodes at a zero vector?"""
     expect_zero_vectors_safe(CosineAttention, device, dtype=torch.float64)
 
 

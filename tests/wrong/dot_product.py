@@ -276,3 +276,19 @@ def cosine_zeroes_everything(self, queries, keys, values, valid_lens=None):
     B, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
     self.attention_weights = torch.zeros(B, m, n, dtype=queries.dtype, device=queries.device)
     return torch.zeros(B, m, values.shape[-1], dtype=values.dtype, device=values.device)
+
+
+@wrong(
+    "CosineAttention",
+    {
+        "CosineAttention": "the gradient of queries at row 1, a zero vector, is",
+        "CosineAttention.values": "the gradient of queries at row 1, a zero vector, is",
+    },
+)
+def cosine_gradient_explodes_at_zero(self, queries, keys, values, valid_lens=None):
+    """F.normalize with its ε = 10⁻¹² (the chapter's first reference): no nan, the right
+    values, but a gradient of about 10¹² at a zero query or key."""
+    q, k = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1)
+    scores = self.scale * torch.bmm(q, k.transpose(1, 2))
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
