@@ -46,9 +46,6 @@ class DotProductAttention(nn.Module):
         return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-import torch.nn.functional as F
-
-
 class CosineAttention(DotProductAttention):
     """Cosine attention: a(q, k) = s · cos(q, k), with a learned scale s.
 
