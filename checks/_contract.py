@@ -307,7 +307,7 @@ class _DeviceWatch(_Watch):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        leaves = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        leaves = _tensor_leaves(args, kwargs)
         on_meta = any(t.device.type == "meta" for t in leaves)
         on_cpu = [t for t in leaves if t.device.type == "cpu" and t.dim() > 0]
         name = getattr(func, "__name__", str(func))
@@ -334,6 +334,18 @@ class _DeviceWatch(_Watch):
                 ".to(...) moved a tensor to the CPU: keep every tensor on the inputs' device."
             )
         return out
+
+
+def _tensor_leaves(args, kwargs) -> list:
+    """The tensors among a torch function's arguments, in lists and tuples too (one level: what
+    torch functions take), without the cost of a general pytree walk on every call."""
+    found = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, torch.Tensor))
+    return found
 
 
 def _device_error(message: str) -> CheckError:
@@ -435,7 +447,7 @@ class _SizeWatch(_Watch):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        for t in tree_leaves(out):
+        for t in [out] if isinstance(out, torch.Tensor) else tree_leaves(out):
             if isinstance(t, torch.Tensor) and t.numel() > self.largest[0]:
                 self.largest = (t.numel(), tuple(t.shape))
         return out
