@@ -298,7 +298,8 @@ class _DeviceWatch(_Watch):
                 op = getattr(err, "data_dependent", None)
                 if isinstance(op, str) and op in DATA_READS:
                     return op
-            err = err.__cause__ or err.__context__
+            # the chain Python shows: the cause, or the context unless it was suppressed
+            err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
         return None
 
     def report_crash(self, err: BaseException):

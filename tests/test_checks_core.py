@@ -396,6 +396,79 @@ def test_on_meta_sees_tensors_made_on_the_cpu():
     assert on_meta(lambda: torch.tensor(X.tolist()), "needs values") is None
 
 
+def _cpu_mask_that_dodges(X):
+    """A mask made on the CPU, and on meta an exception that says what the old check skipped on."""
+    if X.device.type == "meta":
+        raise NotImplementedError("meta tensor: data-dependent, this needs values")
+    return torch.arange(X.shape[-1]) < 2
+
+
+def _reads_values(X):
+    return torch.tensor(X.tolist())
+
+
+def _reads_values_and_says_otherwise(X):
+    try:
+        return _reads_values(X)
+    except NotImplementedError:
+        raise ValueError("something else went wrong") from None
+
+
+def _raises_its_own_runtime_error(X):
+    raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["direct", "through the proxy"])
+def test_on_meta_skips_only_for_a_read_it_saw_itself(served):
+    """Does on_meta skip only where its own watch saw a read of values on meta raise, and fail
+    code whose exception merely says so (NotImplementedError or RuntimeError, any words), or
+    that hides the read's exception behind another (directly, and through the proxy)?"""
+    from checks._contract import on_meta
+    from checks._remote import local
+
+    sessions = []
+
+    def use(fn):
+        if not served:
+            return fn
+        session, proxy = local(fn)
+        sessions.append(session)
+        return proxy
+
+    X = torch.zeros(2, 3, device="meta")
+    try:
+        assert on_meta(lambda: use(_reads_values)(X), "reads") is None
+        with pytest.raises(CheckError, match="raised NotImplementedError: meta tensor"):
+            on_meta(lambda: use(_cpu_mask_that_dodges)(X), "dodges")
+        with pytest.raises(CheckError, match="raised RuntimeError: Tensor.item"):
+            on_meta(lambda: use(_raises_its_own_runtime_error)(X), "says")
+        with pytest.raises(CheckError, match="raised ValueError: something else"):
+            on_meta(lambda: use(_reads_values_and_says_otherwise)(X), "hides")
+    finally:
+        for session in sessions:
+            session.close()
+
+
+@pytest.mark.parametrize(
+    "text, shown, hidden",
+    [
+        ("\n".join(f"line {i}" for i in range(71)), "line 3", "line 4"),
+        ("x" * 5000, "x" * 100, "x" * 401),
+        ("red \x1b[31mtext\x1b[0m and \u202eevil\u202c, a\x00b\rc", "red text and evil", "\x1b"),
+    ],
+    ids=["71 lines", "one long line", "control characters"],
+)
+def test_excerpt_bounds_and_sanitizes(text, shown, hidden):
+    """Does excerpt keep four lines and 400 characters at most, count what it cut, and drop
+    escape sequences, bidirectional overrides and other control characters?"""
+    from checks._core import excerpt
+
+    out = excerpt(text)
+    assert shown in out and hidden not in out
+    assert len(out) < 480 and out.count("\n") <= 3
+    assert not any(c in out for c in "\x1b\u202e\u202c\x00\r")
+
+
 def test_dropout_pattern_tells_once_from_twice():
     """Does the dropout check accept one dropout and reject two, or none?"""
     from checks._contract import expect_dropout_pattern, seeded
