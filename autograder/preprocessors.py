@@ -298,7 +298,7 @@ class CheckedExecute(CpuTimedExecute):
     """Execute, with every test cell's verdict computed here, never in the student's kernel.
 
     For a test cell, the kernel runs one cell of the grader's making that serves the
-    notebook's objects (:func:`checks._remote.serve`) on a Unix socket; this process runs
+    notebook's objects (:func:`checks._serve.serve`) on a Unix socket; this process runs
     the cell's check groups against proxies of them (:class:`checks._remote.Session`), so
     every reference, comparison and verdict is computed in a process that never ran student
     code. The cell's outputs are then the checks' own lines and, on failure, their error:
@@ -363,7 +363,7 @@ def _serve_source(path: str, calls: list[CheckCall]) -> str:
     targets = ", ".join(f"{t!r}: lambda: ({t})" for t in names)
     return (
         "# The grader runs this test cell's checks itself, on these objects of the notebook.\n"
-        f"__import__('checks._remote', fromlist=['serve']).serve({path!r}, {{{targets}}})"
+        f"__import__('checks._serve', fromlist=['serve']).serve({path!r}, {{{targets}}})"
     )
 
 

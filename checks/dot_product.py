@@ -47,8 +47,12 @@ def cosine_small_example(CosineAttention, device):
     expect_close(weights, expected, "attention_weights", labels=("batch", "query"))
 
 
+ZERO_GRADIENT_BOUND = 1e4  # the largest gradient a zero vector may get, for inputs of order 1
+
+
 def expect_zero_vectors_safe(CosineAttention, device, *, dtype=torch.float32):
-    """Zero query, zero valid key, zero padded key: right weights, no nan forward or backward."""
+    """Zero query, zero valid key, zero padded key: right weights, no nan forward or backward,
+    and a small gradient at the zero vectors (no division by a tiny ε)."""
     queries, keys, values, valid_lens, expected = (
         t.to(dtype) if t.is_floating_point() else t for t in zero_vectors_example(device)
     )
@@ -78,11 +82,22 @@ def expect_zero_vectors_safe(CosineAttention, device, *, dtype=torch.float32):
                 "output is finite. 0/0 somewhere in the graph poisons the gradient even where "
                 "the forward masks or replaces it; divide by a length that cannot be 0."
             )
+    for name, rows in (("queries", [1]), ("keys", [1, 3])):
+        grad = named[name].grad.detach()[0, rows].abs()
+        largest = float(grad.max())
+        if largest > ZERO_GRADIENT_BOUND:
+            row = rows[int(grad.amax(dim=-1).argmax())]
+            raise CheckError(
+                f"the forward {what}: the gradient of {name} at row {row}, a zero vector, is "
+                f"{largest:.3g}, above {ZERO_GRADIENT_BOUND:.0e} for inputs of order 1: the "
+                "gradient explodes at a zero vector. Dividing by max(‖x‖, ε) gives a gradient "
+                "of 1/ε there (10¹² for F.normalize's ε); divide only where the length is not 0."
+            )
 
 
 @check("CosineAttention")
 def cosine_zero_vectors(CosineAttention, device):
-    """Does a zero key (valid or padded) or a zero query score 0, with no nan in the weights, output or gradients?"""
+    """Does a zero key (valid or padded) or a zero query score 0, with no nan in the weights, output or gradients, and a small gradient at the zero vectors?"""
     expect_zero_vectors_safe(CosineAttention, device)
 
 

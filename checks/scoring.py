@@ -3,6 +3,7 @@
 import torch
 
 from checks._contract import (
+    FLOAT64,
     expect_dropout_pattern,
     expect_gradient_values,
     expect_gradients,
@@ -112,7 +113,7 @@ def module_contract(make, device, *, seed, B, m, n, dq, dk, dv=3, reference=None
         ref_w, ref_out = ref_w.to(dev64), ref_out.to(dev64)
     else:
         ref_w, ref_out = w32.detach().to(dev64).double(), out32.detach().to(dev64).double()
-    tol = dict(atol=1e-6, rtol=1e-5) if reference is not None else dict(atol=1e-4, rtol=1e-3)
+    tol = FLOAT64 if reference is not None else dict(atol=1e-4, rtol=1e-3)
     expect_close(w64, ref_w, f"float64 attention_weights ({shapes})", **tol)
     expect_close(out64, ref_out, f"the float64 output ({shapes})", **tol)
     # gradients
@@ -224,7 +225,7 @@ def scores_contract(fn, device, *, seed, B, m, n, d, with_w, reference=None):
     as64 = [None if t is None else t.to(dev64, torch.float64) for t in (q, k, w)]
     out64 = call_scores(fn, *as64)
     if reference is not None:
-        expect_close(out64, reference(*as64).to(dev64), f"float64 scores ({shapes})", atol=1e-6)
+        expect_close(out64, reference(*as64).to(dev64), f"float64 scores ({shapes})", **FLOAT64)
     else:
         ref = out32.detach().to(dev64, torch.float64)
         expect_close(out64, ref, f"float64 scores ({shapes})", atol=1e-4, rtol=1e-3)

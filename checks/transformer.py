@@ -5,7 +5,9 @@ import functools
 import torch
 
 from checks._contract import (
+    FLOAT64,
     expect_dropout_pattern,
+    expect_gradient_values,
     expect_gradients,
     float64_device,
     invoke,
@@ -97,7 +99,7 @@ def block_contract(TransformerBlock, device, *, seed, d, B, T, reference=None):
         out64 = call(block64, X.to(dev64, torch.float64), lens.to(dev64))
         if reference is not None:
             expected = reference(block64, X.to(dev64, torch.float64), lens.to(dev64))
-            tol = dict(atol=1e-6, rtol=1e-5)
+            tol = FLOAT64
         else:
             expected, tol = out32.detach().to(dev64, torch.float64), dict(atol=1e-4, rtol=1e-3)
         expect_close(
@@ -107,6 +109,12 @@ def block_contract(TransformerBlock, device, *, seed, d, B, T, reference=None):
         leaf = X.clone()
         named = module_tensors(block, X=leaf)
         expect_gradients(call(block, leaf, lens), named, f"the forward ({name})", seed=seed)
+        expect_gradient_values(
+            functools.partial(call, block64, valid_lens=lens.to(dev64)),
+            {"X": X.to(dev64, torch.float64)},
+            f"the forward in float64 ({name})",
+            seed=seed,
+        )
         meta, Xm, lm = make(device="meta"), X.to("meta"), lens.to("meta")
         on_meta(functools.partial(call, meta, Xm, lm), f"the forward on the meta device ({name})")
 

@@ -46,9 +46,6 @@ class DotProductAttention(nn.Module):
         return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-import torch.nn.functional as F
-
-
 class CosineAttention(DotProductAttention):
     """Cosine attention: a(q, k) = s · cos(q, k), with a learned scale s.
 
@@ -77,9 +74,13 @@ class CosineAttention(DotProductAttention):
                 "cosine attention needs queries and keys of one size d, got "
                 f"{queries.shape[-1]} and {keys.shape[-1]}"
             )
-        # x / max(‖x‖, eps): unit rows, and a zero row stays zero (no 0/0)
-        q = F.normalize(queries, dim=-1)  # (B, m, d)
-        k = F.normalize(keys, dim=-1)  # (B, n, d)
+        # Unit rows; a zero row stays zero, with a zero gradient. Divide by the length only
+        # where it is not 0: x / max(‖x‖, ε), as F.normalize does, has a gradient of 1/ε
+        # (10¹² for its ε) at a zero row.
+        q_len = torch.linalg.vector_norm(queries, dim=-1, keepdim=True)  # (B, m, 1)
+        k_len = torch.linalg.vector_norm(keys, dim=-1, keepdim=True)  # (B, n, 1)
+        q = torch.where(q_len > 0, queries / torch.where(q_len > 0, q_len, 1.0), 0.0)
+        k = torch.where(k_len > 0, keys / torch.where(k_len > 0, k_len, 1.0), 0.0)
         cosines = torch.bmm(q, k.transpose(1, 2))  # (B, m, d) @ (B, d, n) -> (B, m, n)
         self.attention_weights = masked_softmax(self.scale * cosines, valid_lens)
         weights = self.dropout(self.attention_weights)  # (B, m, n)

@@ -154,3 +154,16 @@ def test_a_wrong_answer_to_a_question_is_pasted_as_an_assignment():
         answer_variable("quiz_6_1") == "answer_6_1"
         and answer_variable("RelativeSelfAttention") is None
     )
+
+
+def test_answers_that_zero_their_inputs_lose_every_group():
+    """The forgery of issue 21: an answer that zeroes its inputs and lengths in place and
+    returns zeros would pass a check that computes its reference from the inputs after the
+    call. The code under test gets copies, so such answers (for targets of several chapters)
+    must declare, and fail, every group of their exercise."""
+    forgers = [w for w in WRONG if w.name.endswith("_zeroes_everything")]
+    chapters = {w.fn.__module__ for w in forgers}
+    assert len(forgers) >= 8 and len(chapters) >= 5, (len(forgers), chapters)
+    for w in forgers:
+        every = {g for g in REGISTRY if exercise_of(g) == w.target}
+        assert set(w.groups) == every, (w.name, every - set(w.groups))

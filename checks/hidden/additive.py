@@ -8,6 +8,7 @@ largest tensor, dropout's statistics, and for the questions PyTorch's own parame
 import torch
 from torch import nn
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     CheckInternalError,
@@ -190,3 +191,17 @@ def quiz_3_3_key(answer, device):
     else:
         why = "count the entries of W_q (h × d_q), W_k (h × d_k) and w_v (h)"
     raise CheckError(f"answer_3_3 = {value:g} is not the number of parameters: {why}")
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "ConcatAttention",
+    float64=("ConcatAttention.values",),
+    gradient=("ConcatAttention.values",),
+    meta=("ConcatAttention.values",),
+    dropout=("ConcatAttention.dropout",),
+    unchanged=("ConcatAttention.values",),
+)

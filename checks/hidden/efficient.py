@@ -9,6 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -128,3 +129,17 @@ def quiz_10_2_key(answer, device):
             f"answer_10_2 = {got:g} is not the number of booleans in the mask: the mask keeps "
             "an axis of size 1 wherever the lengths do not vary, and broadcasts over it"
         )
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "valid_lens_to_mask",
+    float64="n/a: the mask is boolean and the lengths are integers",
+    gradient="n/a: a boolean mask has no gradient",
+    meta=("valid_lens_to_mask.values",),
+    dropout="n/a: valid_lens_to_mask has no dropout",
+    unchanged=("valid_lens_to_mask.values",),
+)

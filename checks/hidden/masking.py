@@ -2,7 +2,7 @@
 
 import torch
 
-from checks._contract import float64_device
+from checks._contract import float64_device, properties
 from checks._core import (
     CheckError,
     CheckInternalError,
@@ -252,3 +252,25 @@ def quiz_2_2_key(answer, device):
         9.0: "that many weights are not zero",
     }.get(predicted, "count, row by row, the keys at or past each row's valid length")
     raise CheckError(f"answer_2_2 = {predicted:g} zeros is not the count: {hint}")
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "sequence_mask",
+    float64=("sequence_mask.safety",),
+    gradient=("sequence_mask.safety",),
+    meta=("sequence_mask.safety",),
+    dropout="n/a: sequence_mask has no dropout",
+    unchanged=("sequence_mask.safety",),
+)
+properties(
+    "masked_softmax",
+    float64=("masked_softmax.safety",),
+    gradient=("masked_softmax.safety",),
+    meta=("masked_softmax.safety",),
+    dropout="n/a: masked_softmax has no dropout",
+    unchanged=("masked_softmax.safety",),
+)

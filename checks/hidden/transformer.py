@@ -10,6 +10,7 @@ import math
 import torch
 from torch import nn
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -204,3 +205,17 @@ def quiz_pre_post(answer, device):
     }
     if choice != "c":
         raise CheckError(f"answer_8_3 = {choice!r}: {why_not[choice]}")
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "TransformerBlock",
+    float64=("TransformerBlock.torch",),
+    gradient=("TransformerBlock.torch",),
+    meta=("TransformerBlock.torch",),
+    dropout=("TransformerBlock.dropout",),
+    unchanged=("TransformerBlock.torch",),
+)

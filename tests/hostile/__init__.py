@@ -464,15 +464,15 @@ def answers_for_the_grader():
     every request "ok" with a tensor of ones, or True: data it makes up cannot pass."""
     nb = _stubs(reference())
     fake = (
-        "import socket, struct, io, torch, checks._remote as remote\n"
+        "import socket, torch, checks._serve as served, checks._wire as wire\n"
         "def fake_serve(path, targets):\n"
         "    s = socket.socket(socket.AF_UNIX); s.connect(path)\n"
         "    while True:\n"
-        "        try: request = remote._recv(s)\n"
+        "        try: request = wire.recv(s)\n"
         "        except Exception: return\n"
         "        if request.get('op') == 'bye': return\n"
-        "        remote._send(s, ('ok', {'out': torch.ones(2, 3), 'inputs': [], 'rng': torch.get_rng_state()}))\n"
-        "remote.serve = fake_serve\n"
+        "        wire.send(s, ('ok', {'out': torch.ones(2, 3), 'inputs': [], 'rng': torch.get_rng_state()}))\n"
+        "served.serve = fake_serve\n"
     )
     return _append(nb, "masked_softmax", fake)
 

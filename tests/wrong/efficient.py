@@ -125,6 +125,7 @@ def lengths_not_broadcast(valid_lens, num_queries, num_keys):
         "valid_lens_to_mask": "valid_lens_to_mask([2, 7], 3, 4) modified its input valid_lens in place: at index (1,) it was 7 and is now 4.",
         "valid_lens_to_mask.values": "valid_lens_to_mask([[5, 3, 4], [0, 7, 1]], 3, 5) modified its input valid_lens in place: at index (1, 1) it",
     },
+    breaks="unchanged",
 )
 def mask_lengths_clamped_in_place(valid_lens, num_queries, num_keys):
     """clamp_ writes the clamped lengths back into the caller's valid_lens."""
@@ -141,6 +142,7 @@ def mask_lengths_clamped_in_place(valid_lens, num_queries, num_keys):
         "valid_lens_to_mask": "lt got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A tensor made without",
         "valid_lens_to_mask.values": "lt got a tensor of shape (6,) on the CPU together with tensors on the inputs' device. A tensor made without",
     },
+    breaks="meta",
 )
 def mask_positions_on_the_cpu(valid_lens, num_queries, num_keys):
     """torch.arange without device=: fails as soon as the lengths are on a GPU."""
