@@ -821,6 +821,61 @@ def efficient_attention():
     return fig
 
 
+@diagram(
+    "decoder_masks",
+    "The encoder–decoder transformer: the decoder's two attentions and their masks",
+    """Left, the encoder: the source tokens, shape (B, S), go through the encoder blocks once,
+    and give the memory H, shape (B, S, d), one vector per source token. Right, one decoder
+    block: its input is the target shifted right, starting with bos, shape (B, T). Its causal
+    self-attention has weights of shape (T, T) that are lower triangular, so position t sees
+    the positions up to t only. Its cross-attention takes its queries from the decoder and its
+    keys and values from the memory H; its weights have shape (T, S), and the columns of the
+    padded source tokens are masked. An FFN follows, and a linear layer gives the logits, shape
+    (B, T, V). During greedy decoding the memory is computed once and reused at every step.""",
+)
+def decoder_masks():
+    fig, ax = canvas(6.0, 4.4)
+    bw, bh = 1.75, 0.36
+    ex, ew, dx = 0.8, 1.3, 3.1  # the encoder column's centre and width, the decoder's centre
+    T, S, valid = 4, 5, 3  # target positions, source tokens, valid source tokens
+    c = 0.15  # grid cell
+    label(ax, ex, 4.2, "encoder", size=11, fontweight="bold")
+    label(ax, dx, 4.2, "decoder block", size=11, fontweight="bold")
+    # the encoder: runs once, gives the memory
+    box(ax, ex, 0.45, ew, 0.42, "source tokens\n(B, S)", "#f4f4f4", size=10)
+    arrow(ax, (ex, 0.66), (ex, 1.07))
+    box(ax, ex, 1.25, ew, bh, "encoder blocks", OP, size=10)
+    arrow(ax, (ex, 1.43), (ex, 2.12))
+    label(ax, ex + 0.1, 1.78, "runs once", size=9, ha="left", color="#333333")
+    box(ax, ex, 2.35, ew, 0.46, "memory H\n(B, S, d)", KEY, size=10)
+    # the decoder block
+    box(ax, dx, 0.45, bw, 0.42, "target, shifted right\n(B, T)", "#f4f4f4", size=10)
+    ys = [1.25, 2.35, 3.2]
+    items = [("causal self-attention", QUERY), ("cross-attention", KEY), ("FFN", VALUE)]
+    arrow(ax, (dx, 0.66), (dx, ys[0] - bh / 2))
+    for (text, fc), y in zip(items, ys, strict=True):
+        box(ax, dx, y, bw, bh, text, fc, size=10)
+    for a, b in zip(ys, ys[1:]):
+        arrow(ax, (dx, a + bh / 2), (dx, b - bh / 2))
+    label(ax, dx + 0.1, (ys[0] + ys[1]) / 2, "queries", size=9, ha="left")
+    arrow(ax, (dx, ys[2] + bh / 2), (dx, 3.72))
+    label(ax, dx, 3.9, "logits (B, T, V)", size=10)
+    # the memory is the keys and values of the cross-attention
+    left, right = ex + ew / 2, dx - bw / 2
+    arrow(ax, (left, ys[1]), (right, ys[1]))
+    label(ax, (left + right) / 2, ys[1] + 0.3, "keys and\nvalues", size=9)
+    # the two weight matrices, with their masks
+    gx = 4.6
+    for y, cols, fc, text in [
+        (ys[0], T, lambda i, j: WEIGHT if j <= i else "#eeeeee", "(T, T): causal"),
+        (ys[1], S, lambda i, j: WEIGHT if j < valid else "#eeeeee", "(T, S): source padding"),
+    ]:
+        grid(ax, gx, y + T * c / 2, T, cols, c, fc=fc, lw=0.6)
+        label(ax, gx + cols * c / 2, y + T * c / 2 + 0.17, text, size=9.5)
+        ax.plot([dx + bw / 2, gx - 0.08], [y, y], color="#999999", lw=0.9, ls=":")
+    return fig
+
+
 # ---------------------------------------------------------------- writing
 
 
