@@ -15,6 +15,11 @@ Each diagram is a function registered with ``@diagram(name, title, alt)``: it wr
 ``book/figures/<name>.svg``. The chapter shows it with a MyST figure whose ``:alt:`` is the
 ``alt`` given here, word for word (the test checks that too), and the SVG carries it as its
 ``<desc>``.
+
+Diagrams are data. Every probability distribution a diagram draws (attention weights, printed or
+shaded) is taken from ``DISTRIBUTIONS`` below, as the numbers the reader sees, and the test checks
+that each sums to 1. ``texts_outside(fig)`` measures every text as the SVG writer lays it out;
+``main`` refuses to write a diagram whose text leaves the figure, and the test checks every one.
 """
 
 from __future__ import annotations
@@ -85,6 +90,50 @@ def diagram(name: str, title: str, alt: str):
         return fn
 
     return register
+
+
+# ---------------------------------------------------------------- the numbers the diagrams draw
+
+
+def rounded_distribution(scores, decimals=2):
+    """The softmax of ``scores``, rounded to ``decimals`` so that the shown numbers sum to 1.
+
+    Rounding each weight on its own can make the printed numbers sum to 0.99 or 1.01; the
+    largest-remainder rule rounds down, then gives the missing units to the largest remainders.
+    Returns strings, as drawn.
+    """
+    exps = [math.exp(s) for s in scores]
+    unit = 10**decimals
+    exact = [unit * e / sum(exps) for e in exps]
+    units = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: units[i] - exact[i])
+    for i in by_remainder[: unit - sum(units)]:
+        units[i] += 1
+    return tuple(f"{u / unit:.{decimals}f}" for u in units)
+
+
+# Attention pooling: four made-up scores a(q, k_i), and the weights drawn, their softmax.
+POOLING_SCORES = (-1.0, 0.5, -0.2, -2.0)
+POOLING_WEIGHTS = rounded_distribution(POOLING_SCORES)
+# Masking: one row of scores, of which the first MASKING_VALID keys are valid.
+MASKING_SCORES = ("1.2", "0.3", "2.0", "0.7", "1.5")
+MASKING_VALID = 3
+MASKING_WEIGHTS = rounded_distribution([float(s) for s in MASKING_SCORES[:MASKING_VALID]]) + (
+    ("0",) * (len(MASKING_SCORES) - MASKING_VALID)
+)
+# Scaled dot-product attention: the weights A shaded in the diagram, one row per query.
+SDPA_WEIGHTS = (
+    ("0.1", "0.5", "0.2", "0.1", "0.1"),
+    ("0.6", "0.1", "0.1", "0.1", "0.1"),
+    ("0.2", "0.2", "0.2", "0.3", "0.1"),
+)
+
+# Every distribution a diagram draws, by diagram: tests/test_figures.py checks that each sums to 1.
+DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "attention_pooling": (POOLING_WEIGHTS,),
+    "masking": (MASKING_WEIGHTS,),
+    "dot_product_attention": SDPA_WEIGHTS,
+}
 
 
 # ---------------------------------------------------------------- drawing helpers
@@ -183,8 +232,7 @@ def label(ax, x, y, text, size=11, ha="center", va="center", fontweight="normal"
 def attention_pooling():
     fig, ax = canvas(5.6, 3.7)
     rows = [2.75, 2.1, 1.45, 0.8]
-    scores = [-1.0, 0.5, -0.2, -2.0]  # a(q, k_i), made up; the weights are their softmax
-    weights = [math.exp(a) / sum(math.exp(b) for b in scores) for a in scores]
+    weights = [float(w) for w in POOLING_WEIGHTS]  # the softmax of POOLING_SCORES, as shown
     box(ax, 0.5, 3.4, 0.62, 0.36, "query q", QUERY, size=10)
     label(ax, 1.25, 3.4, "keys", size=10, color="#555555")
     label(ax, 4.15, 3.4, "values", size=10, color="#555555")
@@ -198,7 +246,14 @@ def attention_pooling():
         ax.add_patch(
             Rectangle((3.0, y - 0.13), 0.7 * w / max(weights), 0.26, fc="#d9534f", ec="none")
         )
-        label(ax, 3.0, y + 0.25, f"α{i + 1}".translate(SUB) + f" = {w:.2f}", size=9, ha="left")
+        label(
+            ax,
+            3.0,
+            y + 0.25,
+            f"α{i + 1}".translate(SUB) + f" = {POOLING_WEIGHTS[i]}",
+            size=9,
+            ha="left",
+        )
         label(ax, 3.86, y, "×", size=12)
         box(ax, 4.15, y, 0.5, 0.36, f"v{i + 1}".translate(SUB), VALUE)
         arrow(ax, (4.4, y), (4.78, 1.78), color="#777777")
@@ -256,7 +311,7 @@ def masking():
     )
     ax.plot([0.2, 5.4], [2.45, 2.45], color="#bbbbbb", lw=0.8, ls="--")
     # one row through the masked softmax
-    scores = ["1.2", "0.3", "2.0", "0.7", "1.5"]
+    scores, valid = MASKING_SCORES, MASKING_VALID
     label(ax, 0.7, 2.0, "scores\nrow 1", size=10)
     grid(ax, 1.55, 2.18, 1, 5, c, fc=WEIGHT, labels=lambda i, j: scores[j], size=9)
     arrow(ax, (1.55 + 2.5 * c, 1.8), (1.55 + 2.5 * c, 1.42), "mask: F → −∞", offset=(1.05, 0))
@@ -268,16 +323,15 @@ def masking():
         1,
         5,
         c,
-        fc=lambda i, j: WEIGHT if j < 3 else "#eeeeee",
-        labels=lambda i, j: scores[j] if j < 3 else "−∞",
+        fc=lambda i, j: WEIGHT if j < valid else "#eeeeee",
+        labels=lambda i, j: scores[j] if j < valid else "−∞",
         size=9,
     )
     arrow(
         ax, (1.55 + 2.5 * c, 1.0), (1.55 + 2.5 * c, 0.62), "softmax over the row", offset=(1.25, 0)
     )
     label(ax, 0.7, 0.4, "weights", size=10)
-    e = [math.exp(float(s)) for s in scores[:3]]
-    weights = [f"{x / sum(e):.2f}" for x in e] + ["0", "0"]
+    weights = MASKING_WEIGHTS
     grid(
         ax,
         1.55,
@@ -285,7 +339,7 @@ def masking():
         1,
         5,
         c,
-        fc=lambda i, j: "#e7a3a3" if j < 3 else "#ffffff",
+        fc=lambda i, j: "#e7a3a3" if j < valid else "#ffffff",
         labels=lambda i, j: weights[j],
         size=9,
     )
@@ -381,10 +435,9 @@ def dot_product_attention():
     label(
         ax, sx + 2.5 * c + 0.15, 2.18, "masked softmax over\neach row (the keys)", size=9, ha="left"
     )
-    weights = [[0.1, 0.5, 0.2, 0.1, 0.1], [0.6, 0.1, 0.1, 0.1, 0.1], [0.2, 0.2, 0.2, 0.3, 0.1]]
 
     def shade(i, j):
-        a = weights[i][j]
+        a = float(SDPA_WEIGHTS[i][j])
         return (1.0, 1 - 0.75 * a / 0.6, 1 - 0.75 * a / 0.6)
 
     x = _matrix(ax, sx, 1.55, 3, 5, c, shade, "weights A", "m × n")
@@ -396,9 +449,9 @@ def dot_product_attention():
     label(
         ax,
         0.35,
-        0.2,
-        "scores: (B, m, d) × (B, d, n) → (B, m, n);  output: (B, m, n) × (B, n, v) → (B, m, v)",
-        size=8.5,
+        0.3,
+        "scores: (B, m, d) × (B, d, n) → (B, m, n)\noutput: (B, m, n) × (B, n, v) → (B, m, v)",
+        size=9.5,
         ha="left",
         color="#333333",
     )
@@ -985,6 +1038,61 @@ def vision_attention():
     return fig
 
 
+@diagram(
+    "decoder_masks",
+    "The encoder–decoder transformer: the decoder's two attentions and their masks",
+    """Left, the encoder: the source tokens, shape (B, S), go through the encoder blocks once,
+    and give the memory H, shape (B, S, d), one vector per source token. Right, one decoder
+    block: its input is the target shifted right, starting with bos, shape (B, T). Its causal
+    self-attention has weights of shape (T, T) that are lower triangular, so position t sees
+    the positions up to t only. Its cross-attention takes its queries from the decoder and its
+    keys and values from the memory H; its weights have shape (T, S), and the columns of the
+    padded source tokens are masked. An FFN follows, and a linear layer gives the logits, shape
+    (B, T, V). During greedy decoding the memory is computed once and reused at every step.""",
+)
+def decoder_masks():
+    fig, ax = canvas(6.0, 4.4)
+    bw, bh = 1.75, 0.36
+    ex, ew, dx = 0.8, 1.3, 3.1  # the encoder column's centre and width, the decoder's centre
+    T, S, valid = 4, 5, 3  # target positions, source tokens, valid source tokens
+    c = 0.15  # grid cell
+    label(ax, ex, 4.2, "encoder", size=11, fontweight="bold")
+    label(ax, dx, 4.2, "decoder block", size=11, fontweight="bold")
+    # the encoder: runs once, gives the memory
+    box(ax, ex, 0.45, ew, 0.42, "source tokens\n(B, S)", "#f4f4f4", size=10)
+    arrow(ax, (ex, 0.66), (ex, 1.07))
+    box(ax, ex, 1.25, ew, bh, "encoder blocks", OP, size=10)
+    arrow(ax, (ex, 1.43), (ex, 2.12))
+    label(ax, ex + 0.1, 1.78, "runs once", size=9, ha="left", color="#333333")
+    box(ax, ex, 2.35, ew, 0.46, "memory H\n(B, S, d)", KEY, size=10)
+    # the decoder block
+    box(ax, dx, 0.45, bw, 0.42, "target, shifted right\n(B, T)", "#f4f4f4", size=10)
+    ys = [1.25, 2.35, 3.2]
+    items = [("causal self-attention", QUERY), ("cross-attention", KEY), ("FFN", VALUE)]
+    arrow(ax, (dx, 0.66), (dx, ys[0] - bh / 2))
+    for (text, fc), y in zip(items, ys, strict=True):
+        box(ax, dx, y, bw, bh, text, fc, size=10)
+    for a, b in zip(ys, ys[1:]):
+        arrow(ax, (dx, a + bh / 2), (dx, b - bh / 2))
+    label(ax, dx + 0.1, (ys[0] + ys[1]) / 2, "queries", size=9, ha="left")
+    arrow(ax, (dx, ys[2] + bh / 2), (dx, 3.72))
+    label(ax, dx, 3.9, "logits (B, T, V)", size=10)
+    # the memory is the keys and values of the cross-attention
+    left, right = ex + ew / 2, dx - bw / 2
+    arrow(ax, (left, ys[1]), (right, ys[1]))
+    label(ax, (left + right) / 2, ys[1] + 0.3, "keys and\nvalues", size=9)
+    # the two weight matrices, with their masks
+    gx = 4.6
+    for y, cols, fc, text in [
+        (ys[0], T, lambda i, j: WEIGHT if j <= i else "#eeeeee", "(T, T): causal"),
+        (ys[1], S, lambda i, j: WEIGHT if j < valid else "#eeeeee", "(T, S): source padding"),
+    ]:
+        grid(ax, gx, y + T * c / 2, T, cols, c, fc=fc, lw=0.6)
+        label(ax, gx + cols * c / 2, y + T * c / 2 + 0.17, text, size=9.5)
+        ax.plot([dx + bw / 2, gx - 0.08], [y, y], color="#999999", lw=0.9, ls=":")
+    return fig
+
+
 # ---------------------------------------------------------------- writing
 
 
@@ -1000,15 +1108,54 @@ def render(d: Diagram) -> bytes:
     return buffer.getvalue()
 
 
+def texts_outside(fig) -> list[str]:
+    """Every text of ``fig`` that reaches past the figure's edges, the SVG's viewBox.
+
+    Each text is measured as the SVG writer lays it out (text as paths, 72 points per inch),
+    not as the PNG writer would: their widths differ by a few points on a long line.
+    """
+    from matplotlib.backends.backend_svg import RendererSVG
+    from matplotlib.text import Text
+
+    dpi = fig.dpi
+    fig.set_dpi(72)  # savefig(format="svg") draws at 72 dpi: one unit is one point
+    try:
+        width, height = fig.get_figwidth() * 72, fig.get_figheight() * 72
+        renderer = RendererSVG(width, height, io.StringIO(), image_dpi=72)
+        outside = []
+        for text in fig.findobj(Text):
+            if not text.get_visible() or not text.get_text():
+                continue
+            box = text.get_window_extent(renderer)
+            if box.x0 < 0 or box.y0 < 0 or box.x1 > width or box.y1 > height:
+                outside.append(
+                    f"{text.get_text()!r} spans x {box.x0:.1f}..{box.x1:.1f} and "
+                    f"y {box.y0:.1f}..{box.y1:.1f} pt in a {width:.1f} x {height:.1f} pt figure"
+                )
+        return outside
+    finally:
+        fig.set_dpi(dpi)
+
+
+def check(d: Diagram) -> list[str]:
+    """What is wrong with the drawing of ``d``: texts that leave the figure."""
+    with matplotlib.rc_context(RC):
+        return texts_outside(d.draw())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     parser.add_argument("--png", metavar="DIR", help="also write PNG previews into DIR")
     parser.add_argument("names", nargs="*", help="only these diagrams")
     args = parser.parse_args(argv)
-    stale = []
+    stale, broken = [], []
     for name, d in DIAGRAMS.items():
         if args.names and name not in args.names:
+            continue
+        problems = check(d)
+        if problems:
+            broken.append(f"{name}: " + "; ".join(problems))
             continue
         data = render(d)
         path = HERE / f"{name}.svg"
@@ -1021,10 +1168,11 @@ def main(argv=None) -> int:
             with matplotlib.rc_context(RC):
                 fig = d.draw()
                 fig.savefig(Path(args.png) / f"{name}.png", dpi=100)
+    if broken:
+        print("text outside the figure (not written):", *broken, sep="\n  ")
     if stale:
         print("stale diagrams (run python book/figures/make_diagrams.py):", ", ".join(stale))
-        return 1
-    return 0
+    return 1 if broken or stale else 0
 
 
 if __name__ == "__main__":
