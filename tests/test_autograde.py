@@ -14,6 +14,7 @@ test cell cannot change a score and are emptied.
 """
 
 import ast
+import functools
 import json
 import os
 import shutil
@@ -41,6 +42,7 @@ def graded_cells(chapter):
     ]
 
 
+@functools.cache  # called for every wrong and unusual answer, at collection
 def chapter_of(target: str) -> str:
     for chapter in nbs.chapter_names():
         if any(

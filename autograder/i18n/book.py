@@ -45,6 +45,8 @@ def localize_config(
     sphinx["language"] = i18n.language(code).locale
     sphinx["locale_dirs"] = [i18n.LOCALE]
     sphinx["gettext_compact"] = False
+    published = sphinx.get("course_languages") or [i18n.SOURCE]
+    sphinx["course_languages"] = list(dict.fromkeys([*published, code]))
     if dest is not None and code == "zh":  # the search index's words: jieba, and our terms
         sphinx["html_search_options"] = {"dict": str(Path(dest).resolve() / SEARCH_WORDS)}
     for key in ("nb_code_prompt_show", "nb_code_prompt_hide"):

@@ -88,7 +88,7 @@ def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
     for edition, text in editions.YOUR_ANSWER.items():
         found.append(CourseMessage(text, EDITIONS, f"a written answer ({edition})", staged=True))
     found += [
-        CourseMessage(editions.MODEL_ANSWER, EDITIONS, "a model answer's title", staged=True),
+        CourseMessage(editions.MODEL_ANSWER_TITLE, EDITIONS, "a model answer's title", staged=True),
         CourseMessage(editions.MYST_TOOLTIP, "autograder/editions.py", "the .md download button"),
         CourseMessage(
             course.SETUP_NOTE, "autograder/course.py", "README.md of a released chapter",
@@ -353,7 +353,7 @@ def markup_problems(code: str, domain: str, root: Path = nbs.ROOT) -> list[str]:
     rel = path.relative_to(root)
     found = []
     for entry in _po(code, domain, root):
-        if not entry.msgstr or entry.obsolete:
+        if not entry.msgstr or entry.obsolete or entry.fuzzy:  # fuzzy: not used
             continue
         if entry.msgid.startswith("\n"):  # display math: itself, or nothing
             if entry.msgstr != entry.msgid:
@@ -450,7 +450,7 @@ def term_problems(code: str, domain: str, root: Path = nbs.ROOT) -> list[str]:
     found = []
     listed = terms(code, root)
     for entry in _po(code, domain, root):
-        if not entry.msgstr or entry.obsolete or not needs_translation(entry.msgid):
+        if not entry.msgstr or entry.obsolete or entry.fuzzy or not needs_translation(entry.msgid):
             continue
         english, chinese = _prose(entry.msgid), _prose(entry.msgstr)
         exempt = allowed(entry)

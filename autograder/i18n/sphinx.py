@@ -1,8 +1,10 @@
 """The Sphinx extension of every build, English or translated (``_config.yml``).
 
-- **The language switcher.** Every page gets a button to the same page in each other
-  language, as a relative link, so that it works offline and wherever the site is
-  published. The published layout (``.github/workflows/publish.yml``): English at the
+- **The language switcher.** Where the site publishes more than one language (the Sphinx
+  setting ``course_languages``: a translated build lists English and its own language; the
+  English build lists only English until ``_config.yml`` lists more), every page gets a
+  button to the same page in each other published language, as a relative link, so that
+  it works offline and wherever the site is published. The published layout (``.github/workflows/publish.yml``): English at the
   site's root, each other language in its folder (``Language.folder``: ``zh/``); the
   student edition, where a course publishes it, the same way. ``make book COURSE_LANG=zh``
   links ``zh`` inside the English build's folder to the Chinese build, so that the local
@@ -57,6 +59,13 @@ def course_language(app) -> i18n.Language:
     return i18n.LANGUAGES[i18n.SOURCE]
 
 
+def published(app) -> list[i18n.Language]:
+    """The languages the site publishes (``course_languages``: English alone by default, so
+    that the English build has no switcher to a Chinese edition that is not published)."""
+    codes = list(app.config.course_languages or [i18n.SOURCE])
+    return [i18n.language(code) for code in codes]
+
+
 def switch_url(pagename: str, here: i18n.Language, there: i18n.Language, suffix=".html") -> str:
     """The relative URL of ``pagename`` in language ``there`` from the same page in ``here``."""
     up = "../" * pagename.count("/")  # to this language's root
@@ -68,7 +77,7 @@ def switch_url(pagename: str, here: i18n.Language, there: i18n.Language, suffix=
 def _page_context(app, pagename, templatename, context, doctree):
     here = course_language(app)
     buttons = context.setdefault("header_buttons", [])
-    for there in i18n.LANGUAGES.values():
+    for there in published(app):
         if there.code == here.code:
             continue
         buttons.insert(
@@ -176,6 +185,7 @@ def _toctree_captions(app, doctree):
 
 
 def setup(app):
+    app.add_config_value("course_languages", [i18n.SOURCE], "html", types=[list])
     app.connect("doctree-read", _toctree_captions, priority=400)
     app.connect("html-page-context", _page_context, priority=700)  # after editions' (600)
     app.connect("build-finished", _same_tab)

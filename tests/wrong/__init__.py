@@ -20,6 +20,11 @@ For the nbgrader end-to-end test, the *body* of each wrong function replaces
 the solution region of the exercise cell, which is exactly what a student
 edits; so a body may use only names the notebook defines before it runs.
 
+A wrong answer may also say which *property class* it breaks (``breaks="float64"``): the
+classes every graded target's checks must cover are declared in the hidden checks
+(:func:`checks._contract.properties`), and ``tests/test_properties.py`` proves, target by
+target, that each class a target declares is caught by a wrong answer that breaks it.
+
 An answer to a "Check your understanding" question (target ``quiz_<chapter>_<n>``,
 the grade_id of its answer cell) is a function without arguments that returns the
 answer, as the checks call it (``lambda: answer_6_1``); pasted into the notebook, its
@@ -43,6 +48,7 @@ class Wrong:
     fn: Callable
     target: str
     failures: tuple[tuple[str, str], ...]  # (group, fragment of its message), in order
+    breaks: str | None = None  # the property class it breaks (checks._contract.CLASSES)
 
     @property
     def name(self) -> str:
@@ -130,12 +136,13 @@ def answer_name(target: str) -> str:
 def reference(target: str):
     """The reference implementation named ``target`` in the solutions package.
 
-    For a question (``quiz_4_1``), a function that returns the saved answer (``answer_4_1``).
+    For a question (``quiz_4_1``), a function that returns the saved answer (``answer_4_1``,
+    in ``solutions.answers``).
     """
     from solutions import SOURCES
 
     if is_quiz(target):
-        value = reference(answer_name(target))
+        value = getattr(importlib.import_module("solutions.answers"), answer_name(target))
         return lambda: value
     for module in SOURCES:
         obj = getattr(importlib.import_module(f"solutions.{module}"), target, None)
@@ -147,14 +154,20 @@ def reference(target: str):
 REGISTRY: list[Wrong] = []
 
 
-def wrong(target: str, failures: Mapping[str, str]) -> Callable:
+def wrong(target: str, failures: Mapping[str, str], *, breaks: str | None = None) -> Callable:
     """Register the decorated function as a wrong answer to ``target``.
 
     Args:
         target: the exercise it answers, the function or class name in the notebook.
         failures: each check group that must fail, mapped to a fragment of the
             message (``str(CheckError)`` with ``verbose=False``) it must fail with.
+        breaks: the property class it breaks, if it is the proof that the checks test
+            one: ``"float64"``, ``"gradient"``, ``"meta"``, ``"dropout"`` or ``"unchanged"``.
     """
+    from checks._contract import CLASSES
+
+    if breaks is not None and breaks not in CLASSES:
+        raise TypeError(f"breaks must be one of {CLASSES}, got {breaks!r}")
     if not isinstance(failures, Mapping) or not failures:
         raise TypeError(f"failures must be a non-empty dict group -> message, got {failures!r}")
     for group, fragment in failures.items():
@@ -162,7 +175,7 @@ def wrong(target: str, failures: Mapping[str, str]) -> Callable:
             raise TypeError(f"failures must map group names to message fragments, got {failures!r}")
 
     def register(fn: Callable) -> Callable:
-        REGISTRY.append(Wrong(fn, target, tuple(failures.items())))
+        REGISTRY.append(Wrong(fn, target, tuple(failures.items()), breaks))
         return fn
 
     return register
