@@ -295,9 +295,9 @@ def test_launchables_and_release_in_chinese_keep_grades(tmp_path):
         launch.launchable(nbs.read(path), lang=ZH, page="book/masking"),
     )
     assert _code(en) == _code(zh)
-    assert any(OUTPUTS_NOTE["student"] == c.source for c in en.cells)
-    assert i18n.gettext(ZH, OUTPUTS_NOTE["student"]) in [c.source for c in zh.cells]
+    assert YOUR_ANSWER["student"] in [c.source for c in en.cells]
     assert i18n.gettext(ZH, YOUR_ANSWER["student"]) in [c.source for c in zh.cells]
+    assert i18n.gettext(ZH, YOUR_ANSWER["student"]) != YOUR_ANSWER["student"]
     sources = {}
     for lang in ("en", ZH):
         src = Course(tmp_path / lang, lang=lang).stage_source("masking")
@@ -309,7 +309,9 @@ def test_launchables_and_release_in_chinese_keep_grades(tmp_path):
 
 def test_chinese_launch_folder(tmp_path):
     written = launch.write_launchables(tmp_path / "zh", lang=ZH)
-    assert {p.name for p in written} == {p.name for p in nbs.chapter_notebooks()}
+    chapters = {p.name for p in nbs.chapter_notebooks()}
+    assert {p.name for p in written} == chapters | {"intro.ipynb"}
+    assert "开始之前" in nbformat.writes(nbs.read(tmp_path / "zh" / "intro.ipynb"))
     assert (tmp_path / "zh" / "checks").is_dir() and (tmp_path / "zh" / "solutions").is_dir()
     assert "可运行的笔记本" in (tmp_path / "zh" / "README.md").read_text()
     assert "# 掩蔽" in nbs.read(tmp_path / "zh" / "masking.ipynb").cells[0].source

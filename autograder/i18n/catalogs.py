@@ -223,8 +223,10 @@ def update(pot_dir: Path, code: str, root: Path = nbs.ROOT) -> list[Path]:
         po.metadata["Project-Id-Version"] = "Attention, Step by Step"
         domain = path.relative_to(i18n.catalog_dir(code, root)).with_suffix("").as_posix()
         for entry in po:
-            if not entry.msgstr and not needs_translation(entry.msgid):
-                entry.msgstr = entry.msgid
+            if (not entry.msgstr or entry.fuzzy) and not needs_translation(entry.msgid):
+                entry.msgstr = entry.msgid  # a number or a formula: itself, never fuzzy
+                entry.flags = [f for f in entry.flags if f != "fuzzy"]
+                entry.previous_msgid = entry.previous_msgctxt = None
             if domain not in UI:  # babel takes a role's or a formula's braces for a template
                 entry.flags = [f for f in entry.flags if not f.startswith("python")]
         text = po.__unicode__()
