@@ -354,3 +354,14 @@ def test_stage_of_the_chinese_book(tmp_path):
 )
 def test_switcher_links_are_relative(page, here, there, url):
     assert switch_url(page, i18n.language(here), i18n.language(there)) == url
+
+
+def test_pages_not_fully_translated_say_so():
+    """Does a page whose catalog is not in translated.txt get the notice, in Chinese, and a
+    complete page none?"""
+    from autograder.i18n.sphinx import INCOMPLETE, incomplete, incomplete_notice
+
+    assert incomplete(ZH, "book/additive_attention") and not incomplete(ZH, "book/masking")
+    assert not incomplete(ZH, "search")
+    notice = incomplete_notice(ZH)
+    assert i18n.gettext(ZH, INCOMPLETE) in notice and INCOMPLETE not in notice

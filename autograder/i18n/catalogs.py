@@ -62,7 +62,7 @@ class CourseMessage:
 def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
     """What the course's tools write for readers: edition notes, titles, prompts, READMEs."""
     from autograder import course, editions, launch
-    from autograder.i18n.sphinx import THEME_BUTTONS
+    from autograder.i18n.sphinx import INCOMPLETE, THEME_BUTTONS
 
     config = yaml.safe_load((root / "_config.yml").read_text())
     sphinx = (config.get("sphinx") or {}).get("config") or {}
@@ -99,6 +99,9 @@ def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
             python_format=True,
         ),
     ]  # fmt: skip
+    found.append(
+        CourseMessage(INCOMPLETE, "autograder/i18n/sphinx.py", "a page not fully translated")
+    )
     found += [
         CourseMessage(m, "sphinx-book-theme", "a button of the page's header")
         for m in THEME_BUTTONS

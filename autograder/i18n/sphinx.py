@@ -25,6 +25,9 @@ from pathlib import Path
 from autograder import i18n
 
 SWITCHER = "language-switcher"
+# On a page of a translated build whose catalog is not complete yet (not in translated.txt):
+# Sphinx falls back to the English of each message without a translation.
+INCOMPLETE = "This page is not fully translated yet: what is not translated is shown in English."
 # What sphinx-book-theme writes into the page header in English whatever the language (it
 # translates only "Launch on"): translated from course.po.
 THEME_BUTTONS = [
@@ -95,6 +98,27 @@ def _page_context(app, pagename, templatename, context, doctree):
     if here.code == i18n.SOURCE:
         return
     _localize_buttons(app, pagename, context, here)
+    if context.get("body") and incomplete(here.code, pagename):
+        context["body"] = incomplete_notice(here.code) + context["body"]
+
+
+def incomplete(code: str, pagename: str) -> bool:
+    """Is ``pagename`` a page of the book whose catalog is not complete in ``code``?"""
+    from autograder import notebooks as nbs
+    from autograder.i18n.catalogs import manifest
+
+    return pagename in nbs.toc_files() and pagename not in manifest(code)
+
+
+def incomplete_notice(code: str) -> str:
+    """The note at the top of a page that is not fully translated (its text from course.po)."""
+    import html
+
+    text = html.escape(i18n.gettext(code, INCOMPLETE))
+    return (
+        '<div class="admonition warning translation-incomplete" lang="'
+        f'{i18n.language(code).locale.replace("_", "-")}"><p>{text}</p></div>\n'
+    )
 
 
 def _localize_buttons(app, pagename, context, here):
