@@ -290,7 +290,7 @@ def test_no_page_has_anything_live(pages):
 
 def test_no_page_runs_a_script_in_a_browser(graded, pages):
     """Opened in Chromium, does any page run anything (its title changed, a dialog)?"""
-    playwright = pytest.importorskip("playwright.sync_api")
+    playwright = pytest.importorskip("playwright.sync_api", reason="needs Playwright")
     import shutil
 
     if not shutil.which("chromium") and not __import__("os").path.exists("/usr/bin/chromium"):

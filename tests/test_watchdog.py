@@ -14,10 +14,14 @@ pytestmark = pytest.mark.timeout(60)
 # A stand-in kernel: a Python process whose command line names ipykernel_launcher (the
 # watchdog interrupts that process); it spins on the CPU, and on SIGINT it prints
 # "interrupted" and exits, or ignores it.
+# Like ipykernel, which installs Python's SIGINT handler around each cell, "obey" installs it
+# itself: a process started in the background by a shell inherits SIGINT ignored.
 SPIN = """
 import signal, sys
 if sys.argv[2] == "ignore":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+else:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     while True:
         pass
@@ -68,7 +72,8 @@ def test_a_cell_over_its_cpu_time_is_interrupted():
     km.start_cell()
     dog = Watchdog()
     watch_until(dog, km, lambda: proc.poll() is not None)
-    assert proc.stdout.read().strip() == "interrupted"
+    why = (proc.returncode, dog.events, dog.killed)  # what happened, should it fail
+    assert proc.stdout.read().strip() == "interrupted", why
     assert list(dog.events.values()) == ["a cell used more than 1 s of CPU time: interrupted"]
     assert dog.killed == {}
 
@@ -133,7 +138,8 @@ def test_the_interrupt_goes_to_the_kernel_not_to_the_sandbox_around_it():
     km.start_cell()
     dog = Watchdog()
     watch_until(dog, km, lambda: wrapper.poll() is not None)
-    assert wrapper.stdout.read().split() == ["interrupted", "done"]  # the shell lived on
+    why = (wrapper.returncode, dog.events, dog.killed)  # what happened, should it fail
+    assert wrapper.stdout.read().split() == ["interrupted", "done"], why  # the shell lived on
 
 
 def test_a_folder_over_its_size_or_file_count_is_reported(tmp_path):
