@@ -49,10 +49,6 @@ LOCALE = "locale"
 COURSE = "course"  # the domain of the tools' own messages
 
 
-class MissingTranslation(LookupError):
-    pass
-
-
 def language(code: str) -> Language:
     try:
         return LANGUAGES[code]
