@@ -18,7 +18,6 @@ chapters, never the answers to the chapter being graded.
 
 from __future__ import annotations
 
-import csv
 import functools
 import hashlib
 import os
@@ -423,11 +422,20 @@ class Course:
         best = max(nbs.chapter_names(), key=lambda ch: len(ids & self.grade_ids(ch)))
         return best if ids & self.grade_ids(best) else None
 
-    @staticmethod
-    def _print_summary(path: Path, graded: set[tuple[str, str]]) -> None:
-        with open(path, newline="") as f:
-            rows = [r for r in csv.DictReader(f) if (r["student_id"], r["assignment"]) in graded]
+    def _print_summary(self, path: Path, graded: set[tuple[str, str]]) -> None:
+        """Each submission of the batch with its score, the hand-graded points named."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        from autograder.scores import total_of
+
         print(f"wrote {path}")
-        for row in rows:
-            score, top = float(row["score"]), float(row["max_score"])
-            print(f"  {row['student_id']:<24} {row['assignment']:<20} {score:5.1f} / {top:.1f}")
+        with Gradebook(self.db_url, COURSE_ID) as gb:
+            for student, chapter in sorted(graded, key=lambda k: (k[1] or "", k[0])):
+                if not chapter:
+                    continue  # a zero row of its own in grades.csv, and a line in problems.csv
+                try:
+                    sub = gb.find_submission(chapter, student)
+                except MissingEntry:  # another shard's
+                    continue
+                total = total_of(g for nb in sub.notebooks for g in nb.grades)
+                print(f"  {student:<24} {chapter:<20} {total}")

@@ -163,6 +163,9 @@ def test_summary_puts_the_most_failed_exercise_first(small_class):
 
     course, tmp = small_class
     rows = summary(course, CHAPTER, tmp / "new" / "summary.csv", tmp / "new" / "summary.png")
+    hand = [r for r in rows if r["graded_by"] == "hand"]
+    assert hand and all(r["to_grade_by_hand"] == r["submissions"] for r in hand)
+    rows = [r for r in rows if r["graded_by"] == "autograder"]
     worst = [r["exercise"] for r in rows if r["mean_percent"] == 50.0]
     assert sorted(worst) == sorted(SEQUENCE_MASK_CELLS)  # wrong0 fails exactly these
     assert [r["exercise"] for r in rows[: len(worst)]] == worst
