@@ -140,7 +140,7 @@ class Course:
         )
 
     # ------------------------------------------------------------ nbgrader
-    def _write_config(self) -> None:
+    def write_config(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         text = CONFIG.format(
             root=str(self.root), course_id=COURSE_ID, db_url=self.db_url, timeout=self.timeout
@@ -205,7 +205,7 @@ class Course:
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run an nbgrader command in the course directory, without the repository on the path."""
-        self._write_config()
+        self.write_config()
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["MPLBACKEND"] = "agg"
         # nbgrader runs `alembic` (gradebook migrations) from PATH: use this environment's.
@@ -281,7 +281,7 @@ class Course:
 
     def release(self, chapters: list[str] | None = None) -> list[Path]:
         """Generate the student notebooks of ``chapters`` (default: all) with nbgrader."""
-        self._write_config()
+        self.write_config()
         released = []
         for chapter in chapters or nbs.chapter_names():
             self.stage_source(chapter)
@@ -360,11 +360,12 @@ class Course:
         for sub in entries:
             collect.prepare(sub, self.infer_chapter_of)
         collect.resolve_chapters(entries)
+        entries = collect.choose_newest(entries)
         collect.check_identities(entries)
         unknown = {s.chapter for s in entries if s.chapter} - set(nbs.chapter_names())
         if unknown:
             raise SystemExit(f"unknown chapter(s): {', '.join(sorted(unknown))}")
-        self._write_config()
+        self.write_config()
         chapters = sorted({s.chapter for s in entries if s.chapter})
         missing = [ch for ch in chapters if not (self.root / "release" / ch).is_dir()]
         if missing:
@@ -385,8 +386,14 @@ class Course:
         stats = grading.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))
         self.last_stats = stats
         elapsed = time.monotonic() - start
+        kept = grading.unassigned_rows(output)  # rows the gradebook does not hold
         self.export_grades(output)
-        grading.add_unassigned_rows(output, entries)
+        grading.add_unassigned_rows(output, entries, kept)
+        ledger = grading.Ledger(self.db_url, self.course_id)
+        try:
+            grading.add_times(output, ledger.times())
+        finally:
+            ledger.close()
         grading.write_problems(problems, stats["failed"], entries)
         print(
             f"graded {stats['graded']}, problems {stats['problems']}, skipped {stats['skipped']} "

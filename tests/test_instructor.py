@@ -262,7 +262,7 @@ def test_a_gradebook_password_never_lands_in_the_course_folder(tmp_path, monkeyp
     """A password in --db: is it moved to PGPASSWORD and kept out of nbgrader_config.py?"""
     monkeypatch.delenv("PGPASSWORD", raising=False)
     course = Course(tmp_path, db_url=f"postgresql+psycopg://grader:{PG_SECRET}@db.example/gb")
-    course._write_config()
+    course.write_config()
     config = (tmp_path / "nbgrader_config.py").read_text()
     assert PG_SECRET not in config and PG_SECRET not in course.db_url
     assert "postgresql+psycopg://grader@db.example/gb" in config
