@@ -79,6 +79,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--course-dir", type=Path, default=Path("_course"))
     p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
 
+    p = sub.add_parser(
+        "formgrader",
+        help="grade written answers by hand: nbgrader's formgrader on the course (Jupyter Server)",
+    )
+    p.add_argument("--course-dir", type=Path, default=Path("_course"))
+    p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
+    p.add_argument("--port", type=int, default=8888, help="default 8888")
+    p.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+
     p = sub.add_parser("summary", help="which exercises students fail most: table, CSV and plot")
     p.add_argument("chapter", nargs="?", help="one chapter (default: all)")
     p.add_argument("--course-dir", type=Path, default=Path("_course"))
@@ -150,6 +160,12 @@ def main(argv: list[str] | None = None) -> int:
         pages = feedback(Course(args.course_dir, db_url=args.db), args.chapter, args.student)
         print(f"wrote {len(pages)} feedback page(s) under {args.course_dir / 'feedback'}")
         return 0
+    if args.command == "formgrader":
+        from autograder.course import Course
+        from autograder.formgrader import serve
+
+        course = Course(args.course_dir, db_url=args.db)
+        return serve(course, port=args.port, ip=args.ip, browser=not args.no_browser)
     if args.command == "summary":
         from autograder.course import Course
         from autograder.reports import summary

@@ -36,7 +36,7 @@ def test_the_launcher_runs_from_any_folder_without_activating(tmp_path):
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    assert "usage: attention-course" in result.stdout
+    assert "usage: attention-course" in result.stdout and "formgrader" in result.stdout
     assert not list(elsewhere.iterdir())
 
 
