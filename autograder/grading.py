@@ -120,8 +120,14 @@ def run(course, submissions: list[Submission], settings: Settings, log=print) ->
         mine = [s for k, s in enumerate(ordered) if k % n == i - 1]
         todo = [s for s in mine if done.get((s.student, s.chapter)) != s.sha256 or not s.sha256]
         skipped = len(mine) - len(todo)
+        earlier = []  # the problems of what is skipped, from the record: problems.csv keeps them
         if skipped:
             log(f"resuming: {skipped} submission(s) already graded and unchanged, skipped")
+            outcomes, waiting = ledger.outcomes(), {id(s) for s in todo}
+            for sub in mine:
+                problem = recorded_problem(outcomes.get((sub.student, sub.chapter)))
+                if id(sub) not in waiting and problem:
+                    earlier.append((sub, problem))
         problems = [s for s in todo if s.problem]
         for sub in problems:
             if sub.chapter:
@@ -131,7 +137,7 @@ def run(course, submissions: list[Submission], settings: Settings, log=print) ->
             "graded": 0,
             "problems": len(problems),
             "skipped": skipped,
-            "failed": [(sub, sub.problem) for sub in problems],
+            "failed": earlier + [(sub, sub.problem) for sub in problems],
             "changed": [],
         }
         if gradable:
@@ -195,6 +201,18 @@ def run(course, submissions: list[Submission], settings: Settings, log=print) ->
         return stats
     finally:
         ledger.close()
+
+
+def recorded_problem(outcome: str | None) -> str | None:
+    """The line problems.csv had for a submission, from the grader's record of its outcome
+    (:meth:`Ledger.record`): so that a resumed run, which skips it, still reports it."""
+    if not outcome or outcome.strip() == "graded":
+        return None
+    if not outcome.startswith("graded"):
+        return outcome
+    notes = [n.strip() for n in outcome.removeprefix("graded").split(";")]
+    notes = [n for n in notes if n and not n.startswith("warning:")]
+    return "graded, but " + "; ".join(notes) if notes else None
 
 
 def _notes(reply: dict) -> list[str]:

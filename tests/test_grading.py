@@ -100,3 +100,16 @@ def test_a_notebook_from_a_zip_keeps_its_date(tmp_path):
         z.writestr(info, nbformat.writes(nbformat.v4.new_notebook()))
     (sub,) = collect.collect(upload, "masking", tmp_path / "scratch")
     assert sub.file_time == "2026-11-19T09:30:00"
+
+
+def test_a_resumed_run_reports_what_it_skips_from_the_record():
+    """An interrupted run recorded problems it never wrote to problems.csv: does the outcome
+    the gradebook keeps give the same line back?"""
+    assert grading.recorded_problem("the notebook file is empty") == "the notebook file is empty"
+    assert grading.recorded_problem("graded") is None
+    assert grading.recorded_problem("graded; warning: 2 notebooks") is None
+    assert (
+        grading.recorded_problem("graded; stopped at cell 7; warning: x")
+        == "graded, but stopped at cell 7"
+    )
+    assert grading.recorded_problem(None) is None
