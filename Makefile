@@ -62,7 +62,12 @@ _vendor/mathjax/tex-chtml.js: node_modules/.installed
 	cp -r node_modules/mathjax/es5 _vendor/mathjax
 	@touch $@
 
-install: $(VENV)/.installed _vendor/mathjax/tex-chtml.js  ## create .venv from requirements.lock (hashed), MathJax from package-lock.json
+# `.venv/bin/attention-course`: the instructors' command (`python -m autograder` from this clone),
+# which needs no activated environment and runs from any folder.
+$(BIN)/attention-course: autograder/attention-course.sh | $(VENV)/.installed
+	install -m 755 $< $@
+
+install: $(VENV)/.installed $(BIN)/attention-course _vendor/mathjax/tex-chtml.js  ## create .venv from requirements.lock (hashed), the attention-course command, MathJax
 
 # Debian packages the full suite needs: chromium (browser tests of the book), postgresql
 # (sharded PostgreSQL gradebooks), bubblewrap (sandboxing). Installed with apt-get when

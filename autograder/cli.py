@@ -1,4 +1,10 @@
-"""``python -m autograder``: export, release, grade and stage the book."""
+"""``attention-course`` (or ``python -m autograder``): export, release, grade, stage the book.
+
+Every file a command writes goes under the course folder (``--course-dir``, ``_course/`` by
+default) unless an option names another place: grades.csv, problems.csv, summary.csv and
+summary.png, feedback/, gradescope/. ``make install`` writes ``.venv/bin/attention-course``,
+which runs this from the clone without activating the environment.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m autograder",
+        prog="attention-course",
         description="Release and grade the chapters of Attention, Step by Step with nbgrader.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -39,8 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("submissions", type=Path, help="folder (or zip) of submissions")
     p.add_argument("--assignment", help="chapter name; inferred from the notebooks if omitted")
     p.add_argument("--course-dir", type=Path, default=Path("_course"))
-    p.add_argument("--output", type=Path, default=Path("grades.csv"))
-    p.add_argument("--problems", type=Path, help="where to list ungradable submissions")
+    p.add_argument("--output", type=Path, help="default: grades.csv in the course folder")
+    p.add_argument(
+        "--problems",
+        type=Path,
+        help="where to list ungradable submissions (default: problems.csv beside --output)",
+    )
     p.add_argument("--jobs", "-j", type=int, help="parallel graders (default: available cores)")
     p.add_argument("--db", help="gradebook URL, e.g. postgresql://user@host/db (default: SQLite)")
     p.add_argument("--cell-timeout", type=int, default=60, help="CPU seconds per cell (default 60)")
@@ -72,12 +82,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--course-dir", type=Path, default=Path("_course"))
     p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
 
+    p = sub.add_parser(
+        "formgrader",
+        help="grade written answers by hand: nbgrader's formgrader on the course (Jupyter Server)",
+    )
+    p.add_argument("--course-dir", type=Path, default=Path("_course"))
+    p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
+    p.add_argument("--port", type=int, default=8888, help="default 8888")
+    p.add_argument("--ip", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+
     p = sub.add_parser("summary", help="which exercises students fail most: table, CSV and plot")
     p.add_argument("chapter", nargs="?", help="one chapter (default: all)")
     p.add_argument("--course-dir", type=Path, default=Path("_course"))
     p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
-    p.add_argument("--output", type=Path, default=Path("summary.csv"))
-    p.add_argument("--plot", type=Path, default=Path("summary.png"))
+    p.add_argument("--output", type=Path, help="default: summary.csv in the course folder")
+    p.add_argument("--plot", type=Path, help="default: summary.png in the course folder")
 
     p = sub.add_parser("gradescope", help="build a Gradescope autograder bundle for a chapter")
     p.add_argument("chapter")
@@ -138,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         return course.grade(
             args.submissions,
             args.assignment,
-            args.output,
+            args.output or course.root / "grades.csv",
             jobs=args.jobs,
             notebook_timeout=args.notebook_timeout,
             wall_factor=args.wall_factor,
@@ -156,12 +176,22 @@ def main(argv: list[str] | None = None) -> int:
         pages = feedback(Course(args.course_dir, db_url=args.db), args.chapter, args.student)
         print(f"wrote {len(pages)} feedback page(s) under {args.course_dir / 'feedback'}")
         return 0
+    if args.command == "formgrader":
+        from autograder.course import Course
+        from autograder.formgrader import serve
+
+        course = Course(args.course_dir, db_url=args.db)
+        return serve(course, port=args.port, ip=args.ip, browser=not args.no_browser)
     if args.command == "summary":
         from autograder.course import Course
         from autograder.reports import summary
 
+        course = Course(args.course_dir, db_url=args.db)
         rows = summary(
-            Course(args.course_dir, db_url=args.db), args.chapter, args.output, args.plot
+            course,
+            args.chapter,
+            args.output or course.root / "summary.csv",
+            args.plot or course.root / "summary.png",
         )
         return 0 if rows else 1
     if args.command == "gradescope":

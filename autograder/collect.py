@@ -14,6 +14,9 @@ Every submitted file ends as exactly one :class:`Submission` with one student id
   whose members sit under one top folder is unwrapped. Zips are read member by member
   with caps on the total size, the number of files and the compression ratio
   (:class:`ZipLimits`): a zip bomb is refused, never unpacked.
+- **resubmissions**: several submissions of one student for one chapter are resolved by
+  :func:`choose_newest` (the newest by the LMS's time, else by the notebook's date in its
+  zip), with a warning naming the file graded and the files set aside, with their times.
 - **chapter**: from ``--assignment``, the folder layout, the notebook's graded cells, its
   file name, or, for a notebook that cannot be read, the one chapter of the rest of the
   batch; see :func:`resolve_chapters`.
@@ -23,7 +26,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
+import time
 import unicodedata
 import zipfile
 from dataclasses import dataclass, field
@@ -52,6 +57,9 @@ class Submission:
     sha256: str = ""
     name: str = ""  # the name the student id was made from, as submitted
     warnings: list[str] = field(default_factory=list)
+    # The notebook's date in the zip it came in (ISO, the zipping machine's local time), where
+    # it came in one. Not the gradebook's timestamp (``timestamp``: the LMS's or nbgrader's).
+    file_time: str | None = None
 
 
 class IdentityError(SystemExit):
@@ -102,12 +110,16 @@ def check_identities(subs: list[Submission]) -> None:
             seen.setdefault(sub.chapter, []).append(sub)
         for chapter, same in seen.items():
             if len(same) > 1:
-                files = ", ".join(sorted(repr(s.origin) for s in same))
+                files = ", ".join(sorted(f"{s.origin!r} ({_when(s)})" for s in same))
                 what = chapter or "an unknown chapter"
                 forms = {s.origin for s in same}
                 if len({unicodedata.normalize("NFC", o) for o in forms}) < len(forms):
                     files += " (one name written in two Unicode forms)"
-                clashes.append(f"student {same[0].student} submitted {what} twice: {files}")
+                clashes.append(
+                    f"student {same[0].student} submitted {what} twice: {files}; the newest "
+                    "is graded only where every copy has an LMS time, or every copy a date in "
+                    "its zip, and no two are the same"
+                )
     if clashes:
         raise IdentityError(
             "refusing to grade: submissions would overwrite each other.\n  "
@@ -194,6 +206,13 @@ def extract(zip_path: Path, dest: Path, limits: ZipLimits = STUDENT_ZIP) -> Path
                         target.unlink()
                         raise ZipRefused(f"{member.filename} unpacks to more than it declares")
                     out.write(chunk)
+            # The member's date in the zip, kept as the file's (as unzip does): a submission's
+            # time where the LMS gives none (Submission.file_time).
+            try:
+                stamp = time.mktime((*member.date_time, 0, 0, -1))
+                os.utime(target, (stamp, stamp))
+            except (OverflowError, ValueError, OSError):
+                pass
     return dest
 
 
@@ -317,7 +336,8 @@ def collect(source: Path, assignment: str | None, scratch: Path) -> list[Submiss
     be graded carries its ``problem``.
     """
     source = Path(source)
-    if source.is_file() and source.suffix.lower() == ".zip":
+    unzipped = source.is_file() and source.suffix.lower() == ".zip"  # files keep their dates
+    if unzipped:
         try:
             source = _unwrap(extract(source, scratch / "download", CLASS_ZIP))
         except (zipfile.BadZipFile, ZipRefused) as err:
@@ -332,7 +352,9 @@ def collect(source: Path, assignment: str | None, scratch: Path) -> list[Submiss
         if path.name.startswith("._") or path.name in JUNK_NAMES:
             continue
         if path.suffix.lower() == ".ipynb":
-            found.append(_sub(path.stem, assignment, path, path.name))
+            sub = _sub(path.stem, assignment, path, path.name)
+            sub.file_time = file_time(path) if unzipped else None
+            found.append(sub)
         elif path.suffix.lower() == ".zip":
             sub = _sub(path.stem, assignment, path, path.name)
             try:
@@ -341,7 +363,7 @@ def collect(source: Path, assignment: str | None, scratch: Path) -> list[Submiss
                 sub.problem = f"zip refused: {err}"
                 found.append(sub)
                 continue
-            found.append(_from_folder(sub, folder))
+            found.append(_from_folder(sub, folder, unzipped=True))
         else:  # a PDF, a .py, a notebook saved as .txt: the student still gets a row
             sub = _sub(path.stem, assignment, path, path.name)
             sub.problem = f"not a notebook or a zip ({path.suffix or 'no extension'})"
@@ -361,10 +383,12 @@ def collect(source: Path, assignment: str | None, scratch: Path) -> list[Submiss
                     f"{folder.name}/{chapter_dir.name}/",
                     stamp.read_text().strip() if stamp.exists() else None,
                 )
-                found.append(_from_folder(sub, chapter_dir))
+                found.append(_from_folder(sub, chapter_dir, unzipped))
         else:
             found.append(
-                _from_folder(_sub(folder.name, assignment, folder, f"{folder.name}/"), folder)
+                _from_folder(
+                    _sub(folder.name, assignment, folder, f"{folder.name}/"), folder, unzipped
+                )
             )
     return found
 
@@ -378,7 +402,9 @@ def _sub(name, chapter, path, origin, timestamp=None) -> Submission:
     return Submission(student_id(name), chapter, path, origin, timestamp, name=name)
 
 
-def _from_folder(sub: Submission, folder: Path) -> Submission:
+def _from_folder(sub: Submission, folder: Path, unzipped: bool = False) -> Submission:
+    """``sub`` graded by the notebook :func:`pick` chooses in ``folder``; ``unzipped``: the
+    folder was unpacked from a zip, whose dates the files keep (``file_time``)."""
     notebook, problem, warnings = pick(notebooks_in(folder), sub.chapter)
     sub.warnings += warnings
     if notebook is None:
@@ -386,25 +412,97 @@ def _from_folder(sub: Submission, folder: Path) -> Submission:
     else:
         sep = ":" if sub.origin.endswith(".zip") else ""
         sub.path, sub.origin = notebook, f"{sub.origin}{sep}{notebook.relative_to(folder)}"
+        if unzipped:
+            sub.file_time = file_time(notebook)
     return sub
 
 
+def file_time(path: Path) -> str:
+    """A file's modification time, ISO 8601 to the second, in this machine's local time."""
+    from datetime import datetime
+
+    return datetime.fromtimestamp(path.stat().st_mtime).isoformat(timespec="seconds")
+
+
 def _collect_exchange(inbound: Path, assignment: str | None) -> list[Submission]:
-    latest: dict[tuple[str, str], tuple[str, Path]] = {}
-    for folder in inbound.iterdir():
+    """The newest submission of each student and chapter by nbgrader's timestamp; the others
+    are set aside, and named with their times in a warning (see :func:`choose_newest`)."""
+    found: list[Submission] = []
+    for folder in sorted(inbound.iterdir()):
         match = EXCHANGE_DIR.match(folder.name)
         if not folder.is_dir() or not match:
             continue
-        key = (match["student"], match["assignment"])
-        if assignment and key[1] != assignment:
+        if assignment and match["assignment"] != assignment:
             continue
-        if key not in latest or match["timestamp"] > latest[key][0]:
-            latest[key] = (match["timestamp"], folder)
-    found: list[Submission] = []
-    for (student, chapter), (stamp, folder) in sorted(latest.items()):
-        sub = _sub(student, chapter, folder, f"inbound/{folder.name}/", stamp)
+        sub = _sub(
+            match["student"],
+            match["assignment"],
+            folder,
+            f"inbound/{folder.name}/",
+            match["timestamp"],
+        )
         found.append(_from_folder(sub, folder))
-    return found
+    return choose_newest(found)
+
+
+# ---------------------------------------------------------------- resubmissions
+
+
+def submitted_time(sub: Submission):
+    """(rule, time) of a submission, for ordering resubmissions: ``("LMS", t)`` from the LMS's
+    (or nbgrader's) timestamp, ``("zip", t)`` from the notebook's date in its zip, else None.
+    Times are naive datetimes (an LMS's in UTC, a zip's in the zipping machine's time)."""
+    from datetime import datetime
+
+    if sub.timestamp:
+        try:
+            from nbgrader.utils import parse_utc
+
+            return "LMS", parse_utc(sub.timestamp).replace(tzinfo=None)
+        except Exception:  # an LMS's timestamp nbgrader cannot read: no order from it
+            return None
+    if sub.file_time:
+        return "zip", datetime.fromisoformat(sub.file_time)
+    return None
+
+
+def _when(sub: Submission) -> str:
+    known = submitted_time(sub)
+    return f"{known[0]} time {known[1].isoformat(sep=' ')}" if known else "no time"
+
+
+def choose_newest(subs: list[Submission]) -> list[Submission]:
+    """One submission per student and chapter where a student handed in several: the newest.
+
+    The rule: the newest by the LMS's timestamp where every copy has one, else by the
+    notebook's date in its zip where every copy has one. The chosen submission carries a
+    warning naming the file graded and the files set aside, each with its time (a line in
+    problems.csv). Copies that cannot be ordered so (a copy without a time, two with the same
+    time) are all kept, and :func:`check_identities` refuses them, naming each with its time.
+    """
+    groups: dict[tuple[str, str, str | None], list[Submission]] = {}
+    for sub in subs:
+        groups.setdefault((sub.student, sub.name, sub.chapter), []).append(sub)
+    kept: list[Submission] = []
+    for group in groups.values():
+        times = [submitted_time(s) for s in group]
+        rules = {t[0] for t in times if t}
+        if len(group) == 1 or None in times or len(rules) > 1:
+            kept += group
+            continue
+        ordered = sorted(zip(times, group, strict=True), key=lambda ts: ts[0][1], reverse=True)
+        if ordered[0][0][1] == ordered[1][0][1]:  # a tie: no newest
+            kept += group
+            continue
+        chosen, aside = ordered[0][1], [s for _, s in ordered[1:]]
+        (rule,) = rules
+        chosen.warnings.append(
+            f"{len(group)} submissions of {chosen.chapter or 'this chapter'}: graded the newest "
+            f"by the {rule} time, {chosen.origin} ({_when(chosen)}); set aside "
+            + ", ".join(f"{s.origin} ({_when(s)})" for s in aside)
+        )
+        kept.append(chosen)
+    return kept
 
 
 # ---------------------------------------------------------------- reading

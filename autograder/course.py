@@ -18,7 +18,6 @@ chapters, never the answers to the chapter being graded.
 
 from __future__ import annotations
 
-import csv
 import functools
 import hashlib
 import os
@@ -154,7 +153,7 @@ class Course:
         )
 
     # ------------------------------------------------------------ nbgrader
-    def _write_config(self) -> None:
+    def write_config(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         text = CONFIG.format(
             root=str(self.root), course_id=COURSE_ID, db_url=self.db_url, timeout=self.timeout
@@ -219,7 +218,7 @@ class Course:
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run an nbgrader command in the course directory, without the repository on the path."""
-        self._write_config()
+        self.write_config()
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["MPLBACKEND"] = "agg"
         # nbgrader runs `alembic` (gradebook migrations) from PATH: use this environment's.
@@ -299,7 +298,7 @@ class Course:
 
     def release(self, chapters: list[str] | None = None) -> list[Path]:
         """Generate the student notebooks of ``chapters`` (default: all) with nbgrader."""
-        self._write_config()
+        self.write_config()
         released = []
         for chapter in chapters or nbs.chapter_names():
             self.stage_source(chapter)
@@ -378,11 +377,12 @@ class Course:
         for sub in entries:
             collect.prepare(sub, self.infer_chapter_of)
         collect.resolve_chapters(entries)
+        entries = collect.choose_newest(entries)
         collect.check_identities(entries)
         unknown = {s.chapter for s in entries if s.chapter} - set(nbs.chapter_names())
         if unknown:
             raise SystemExit(f"unknown chapter(s): {', '.join(sorted(unknown))}")
-        self._write_config()
+        self.write_config()
         chapters = sorted({s.chapter for s in entries if s.chapter})
         missing = [ch for ch in chapters if not (self.root / "release" / ch).is_dir()]
         if missing:
@@ -403,8 +403,14 @@ class Course:
         stats = grading.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))
         self.last_stats = stats
         elapsed = time.monotonic() - start
+        kept = grading.unassigned_rows(output)  # rows the gradebook does not hold
         self.export_grades(output)
-        grading.add_unassigned_rows(output, entries)
+        grading.add_unassigned_rows(output, entries, kept)
+        ledger = grading.Ledger(self.db_url, self.course_id)
+        try:
+            grading.add_times(output, ledger.times())
+        finally:
+            ledger.close()
         grading.write_problems(problems, stats["failed"], entries)
         print(
             f"graded {stats['graded']}, problems {stats['problems']}, skipped {stats['skipped']} "
@@ -440,11 +446,20 @@ class Course:
         best = max(nbs.chapter_names(), key=lambda ch: len(ids & self.grade_ids(ch)))
         return best if ids & self.grade_ids(best) else None
 
-    @staticmethod
-    def _print_summary(path: Path, graded: set[tuple[str, str]]) -> None:
-        with open(path, newline="") as f:
-            rows = [r for r in csv.DictReader(f) if (r["student_id"], r["assignment"]) in graded]
+    def _print_summary(self, path: Path, graded: set[tuple[str, str]]) -> None:
+        """Each submission of the batch with its score, the hand-graded points named."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        from autograder.scores import total_of
+
         print(f"wrote {path}")
-        for row in rows:
-            score, top = float(row["score"]), float(row["max_score"])
-            print(f"  {row['student_id']:<24} {row['assignment']:<20} {score:5.1f} / {top:.1f}")
+        with Gradebook(self.db_url, COURSE_ID) as gb:
+            for student, chapter in sorted(graded, key=lambda k: (k[1] or "", k[0])):
+                if not chapter:
+                    continue  # a zero row of its own in grades.csv, and a line in problems.csv
+                try:
+                    sub = gb.find_submission(chapter, student)
+                except MissingEntry:  # another shard's
+                    continue
+                total = total_of(g for nb in sub.notebooks for g in nb.grades)
+                print(f"  {student:<24} {chapter:<20} {total}")

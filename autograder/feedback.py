@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import notebooks as nbs
+from autograder.scores import Total, is_hand_graded
 
 HIDDEN_NOTE = "# The code of these hidden tests is not shown; the result below is."
 MAX_CELL_CHARS = 20_000  # of one cell's source or one output shown on a page
@@ -372,6 +373,20 @@ def _cell_html(cell, page: Page) -> tuple[str, str | None]:
     return block, entry
 
 
+def page_total(page: Page) -> Total:
+    """The page's score, the autograded points and the hand-graded ones apart."""
+    auto = [s for s in page.scores.values() if not s.manual]
+    manual = [s for s in page.scores.values() if s.manual]
+    done = [s for s in manual if s.graded]
+    return Total(
+        auto=sum(s.score for s in auto),
+        auto_max=sum(s.max_score for s in auto),
+        hand_max=sum(s.max_score for s in manual),
+        hand=sum(s.score for s in done),
+        hand_graded_max=sum(s.max_score for s in done),
+    )
+
+
 def render(page: Page, nb=None) -> str:
     """The whole page: sanitized body, its own stylesheet, a CSP that lets nothing run."""
     cells_html, entries, listed = [], [], set()
@@ -403,22 +418,7 @@ def render(page: Page, nb=None) -> str:
     for gid, score in page.scores.items():
         if gid not in listed:
             entries.append(f"<li>{html.escape(gid)} {_score_html(score)}</li>")
-    auto = [s for s in page.scores.values() if not s.manual]
-    manual = [s for s in page.scores.values() if s.manual]
-    total = (
-        f"Autograded: <strong>{sum(s.score for s in auto):g} / "
-        f"{sum(s.max_score for s in auto):g}</strong> points."
-    )
-    if manual:
-        done = [s for s in manual if s.graded]
-        pending = sum(s.max_score for s in manual if not s.graded)
-        if pending:
-            total += f" {pending:g} more points are graded by hand."
-        if done:
-            total += (
-                f" Graded by hand: <strong>{sum(s.score for s in done):g} / "
-                f"{sum(s.max_score for s in done):g}</strong>."
-            )
+    total = f"Score: <strong>{html.escape(str(page_total(page)))}</strong>."
     if page.late_penalty:
         total += f" Late penalty: −{page.late_penalty:g}."
     notices = []
@@ -529,7 +529,7 @@ def _page(course, gb, chapter, who, title, sub, nb_sub, outcomes) -> str:
         page.timestamp = str(sub.timestamp or "")
         page.late_penalty = float(sub.late_submission_penalty or 0)
         for g in nb_sub.grades:
-            manual = g.cell.cell_type == "markdown"  # written answers are graded by hand
+            manual = is_hand_graded(g.cell.cell_type)  # written answers
             graded = not (g.needs_manual_grade and g.manual_score is None)
             page.scores[g.name] = Score(
                 g.name, g.cell.cell_type, float(g.score or 0), float(g.max_score), manual, graded

@@ -254,6 +254,7 @@ def main(root: str) -> int:
     from autograder import collect, grading
     from autograder import notebooks as nbs
     from autograder.jobs import write_private
+    from autograder.scores import Total, is_hand_graded
 
     root = Path(root)
     source = Path(__file__).resolve().parent.parent
@@ -327,9 +328,14 @@ def main(root: str) -> int:
                     "visibility": config["hidden_visibility"] if hidden else "visible",
                 }
             )
+    hand = sum(
+        float(nbs.nbgrader_meta(c).get("points", 0))
+        for c in source_nb.cells
+        if nbs.nbgrader_meta(c).get("grade") and is_hand_graded(c.cell_type)
+    )
     results = {
         "score": sum(t["score"] for t in tests),
-        "output": _summary(tests, problem, warnings),
+        "output": _summary(tests, problem, warnings, hand),
         "visibility": "visible",
         "tests": tests,
     }
@@ -337,15 +343,14 @@ def main(root: str) -> int:
     results_path.chmod(0o644)
     shutil.rmtree(work, ignore_errors=True)
     # stdout is for the instructor (Gradescope shows it to course staff): the whole total.
-    print(
-        f"Autograded {results['score']:g} of {sum(t['max_score'] for t in tests):g} points"
-        f"{'; ' + problem if problem else ''}"
-    )
+    total = Total(results["score"], sum(t["max_score"] for t in tests), hand_max=hand)
+    print(f"{total}{'; ' + problem if problem else ''}")
     return 0
 
 
-def _summary(tests: list[dict], problem: str | None, warnings: list[str]) -> str:
-    """The students' summary: the visible tests' points; of hidden ones only that they exist."""
+def _summary(tests: list[dict], problem: str | None, warnings: list[str], hand: float) -> str:
+    """The students' summary: the visible tests' points; of hidden ones only that they exist;
+    the points that remain for a person (``hand``), which Gradescope's score leaves out."""
     shown = [t for t in tests if t["visibility"] == "visible"]
     held = [t for t in tests if t["visibility"] != "visible"]
     lines = [
@@ -360,7 +365,11 @@ def _summary(tests: list[dict], problem: str | None, warnings: list[str]) -> str
     if problem:
         lines.append(f"The notebook could not be graded fully: {problem}")
     lines += [f"Note: {w}" for w in warnings]
-    lines.append("Written answers are graded by hand.")
+    if hand:
+        lines.append(
+            f"Written answers: {hand:g} more points, graded by hand; they are not in this "
+            "score, and remain for a person to grade."
+        )
     return "\n".join(lines)
 
 

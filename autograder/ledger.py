@@ -27,7 +27,28 @@ def _graded_table():
         Column("outcome", String(1000), nullable=False),
         Column("graded_at", String(40), nullable=False),
     )
+    # When the submission was handed in, as far as anyone can tell: the LMS's (or nbgrader's)
+    # timestamp, else the notebook's date in the zip it came in. A table of its own, so that a
+    # gradebook written before it existed gains it without a migration.
+    Table(
+        "attention_submitted",
+        meta,
+        Column("student", String(128), primary_key=True),
+        Column("assignment", String(128), primary_key=True),
+        Column("submitted_at", String(40), nullable=False),
+        Column("source", String(40), nullable=False),
+    )
     return meta, table
+
+
+def submitted(sub: Submission) -> tuple[str, str]:
+    """(time, source) of a submission: ``lms`` where the LMS gives one, ``zip`` where the
+    file's date in its zip does, else ``("", "")``."""
+    if sub.timestamp:
+        return sub.timestamp, "lms"
+    if sub.file_time:
+        return sub.file_time, "zip"
+    return "", ""
 
 
 class Ledger:
@@ -50,6 +71,16 @@ class Ledger:
     def graded(self) -> dict[tuple[str, str], str]:
         rows = self.gb.db.execute(self.table.select()).all()
         return {(r.student, r.assignment): r.sha256 for r in rows}
+
+    def times(self) -> dict[tuple[str, str], dict[str, str]]:
+        """Per (student, assignment): ``submitted_at`` and its ``source``, and ``graded_at``."""
+        times: dict[tuple[str, str], dict[str, str]] = {}
+        for r in self.gb.db.execute(self.table.select()).all():
+            times[(r.student, r.assignment)] = {"graded_at": r.graded_at}
+        for r in self.gb.db.execute(self.meta.tables["attention_submitted"].select()).all():
+            row = times.setdefault((r.student, r.assignment), {"graded_at": ""})
+            row.update(submitted_at=r.submitted_at, source=r.source)
+        return times
 
     def outcomes(self) -> dict[tuple[str, str], str]:
         rows = self.gb.db.execute(self.table.select()).all()
@@ -105,11 +136,15 @@ class Ledger:
             for c in nb.comments:
                 c.auto_comment = outcome if scores is None else comments.get(c.name)
         key = {"student": sub.student, "assignment": chapter}
-        gb.db.execute(
-            self.table.delete().where(
-                (self.table.c.student == sub.student) & (self.table.c.assignment == chapter)
+        times = self.meta.tables["attention_submitted"]
+        for table in (self.table, times):
+            gb.db.execute(
+                table.delete().where(
+                    (table.c.student == sub.student) & (table.c.assignment == chapter)
+                )
             )
-        )
+        when, source = submitted(sub)
+        gb.db.execute(times.insert().values(**key, submitted_at=when[:40], source=source))
         gb.db.execute(
             self.table.insert().values(
                 **key,

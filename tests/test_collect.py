@@ -237,6 +237,44 @@ def test_collect_reads_an_nbgrader_exchange_and_keeps_the_latest(tmp_path):
     assert [(s.student, s.chapter, s.timestamp) for s in found] == [
         ("ada", CHAPTER, "2026-11-02 09:00:00.000000 UTC")
     ]
+    # The rule, the file graded and the file set aside, with their times.
+    (warning,) = found[0].warnings
+    assert "graded the newest by the LMS time" in warning
+    assert "(LMS time 2026-11-02 09:00:00); set aside inbound/ada+masking+2026-11-01" in warning
+    assert warning.endswith("(LMS time 2026-11-01 10:00:00)")
+
+
+def test_a_resubmission_in_a_class_zip_is_chosen_by_its_date(tmp_path):
+    """In a class zip holding ada.ipynb and ada/ (a late resubmission), is the newer file, by
+    its date in the zip, graded, and the older one named as set aside?"""
+    with zipfile.ZipFile(tmp_path / "class.zip", "w") as z:
+        old = zipfile.ZipInfo("class/ada.ipynb", date_time=(2026, 11, 1, 10, 0, 0))
+        new = zipfile.ZipInfo(f"class/ada/{CHAPTER}.ipynb", date_time=(2026, 11, 3, 8, 0, 0))
+        bob = zipfile.ZipInfo("class/bob.ipynb", date_time=(2026, 11, 2, 8, 0, 0))
+        for info in (old, new, bob):
+            z.writestr(info, _blank())
+    found = collect.choose_newest(collect.collect(tmp_path / "class.zip", CHAPTER, tmp_path / "s"))
+    collect.check_identities(found)  # no clash left
+    ada = next(s for s in found if s.student == "ada")
+    assert ada.origin == f"ada/{CHAPTER}.ipynb" and ada.file_time == "2026-11-03T08:00:00"
+    assert ada.warnings == [
+        f"2 submissions of {CHAPTER}: graded the newest by the zip time, ada/{CHAPTER}.ipynb "
+        "(zip time 2026-11-03 08:00:00); set aside ada.ipynb (zip time 2026-11-01 10:00:00)"
+    ]
+    assert _students(found) == ["ada", "bob"]
+
+
+def test_copies_that_cannot_be_ordered_are_refused_with_their_times(tmp_path):
+    """A loose notebook (no time) and a zip (a date): no stated rule orders them. Refused?"""
+    _flat(tmp_path / "in", ["ada"])
+    with zipfile.ZipFile(tmp_path / "in" / "ada.zip", "w") as z:
+        z.writestr(zipfile.ZipInfo(f"{CHAPTER}.ipynb", (2026, 11, 3, 8, 0, 0)), _blank())
+    found = collect.choose_newest(collect.collect(tmp_path / "in", CHAPTER, tmp_path / "s"))
+    assert len(found) == 2
+    with pytest.raises(collect.IdentityError) as err:
+        collect.check_identities(found)
+    assert "'ada.ipynb' (no time)" in str(err.value)
+    assert "(zip time 2026-11-03 08:00:00)" in str(err.value)
 
 
 def test_collect_reads_an_lms_download_of_zips_and_folders(tmp_path):

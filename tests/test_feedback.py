@@ -179,6 +179,8 @@ def test_scores_and_hand_graded_points_are_named():
         }
     )
     text = fb.render(page, nbformat.v4.new_notebook())
-    assert "Autograded: <strong>1 / 1</strong>" in text
-    assert "2 more points are graded by hand" in text
+    assert "Score: <strong>1/1 autograded; 2 points to be graded by hand</strong>" in text
+    page.scores["w"] = fb.Score("w", "markdown", 1.5, 2, True, True)
+    text = fb.render(page, nbformat.v4.new_notebook())
+    assert "<strong>1/1 autograded; 1.5/2 graded by hand</strong>" in text
     assert "Student: <strong>ada</strong>" in text

@@ -90,10 +90,14 @@ def test_students_see_no_hidden_total():
         {"name": "hidden_b", "score": 0.0, "max_score": 2.0, "visibility": "after_published"},
         {"name": "hidden_c", "score": 3.0, "max_score": 3.0, "visibility": "after_published"},
     ]
-    text = gradescope._summary(tests, None, [])
+    text = gradescope._summary(tests, None, [], 2.0)
     assert "Visible tests: 1 of 1 points." in text
     assert "2 hidden tests worth 5 points" in text
     assert "4" not in text and "6" not in text  # neither the total scored nor the total
+    # The written answers' points, which Gradescope's score leaves out, are named.
+    assert "Written answers: 2 more points, graded by hand" in text
+    assert "remain for a person" in text
+    assert "Written answers" not in gradescope._summary(tests, None, [], 0.0)
 
 
 # ---------------------------------------------------------------- as Gradescope runs it (slow)

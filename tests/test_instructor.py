@@ -163,6 +163,9 @@ def test_summary_puts_the_most_failed_exercise_first(small_class):
 
     course, tmp = small_class
     rows = summary(course, CHAPTER, tmp / "new" / "summary.csv", tmp / "new" / "summary.png")
+    hand = [r for r in rows if r["graded_by"] == "hand"]
+    assert hand and all(r["to_grade_by_hand"] == r["submissions"] for r in hand)
+    rows = [r for r in rows if r["graded_by"] == "autograder"]
     worst = [r["exercise"] for r in rows if r["mean_percent"] == 50.0]
     assert sorted(worst) == sorted(SEQUENCE_MASK_CELLS)  # wrong0 fails exactly these
     assert [r["exercise"] for r in rows[: len(worst)]] == worst
@@ -259,7 +262,7 @@ def test_a_gradebook_password_never_lands_in_the_course_folder(tmp_path, monkeyp
     """A password in --db: is it moved to PGPASSWORD and kept out of nbgrader_config.py?"""
     monkeypatch.delenv("PGPASSWORD", raising=False)
     course = Course(tmp_path, db_url=f"postgresql+psycopg://grader:{PG_SECRET}@db.example/gb")
-    course._write_config()
+    course.write_config()
     config = (tmp_path / "nbgrader_config.py").read_text()
     assert PG_SECRET not in config and PG_SECRET not in course.db_url
     assert "postgresql+psycopg://grader@db.example/gb" in config

@@ -72,4 +72,4 @@ def test_no_reference_is_reported_as_a_problem(graded_under_load):
     """Is problems.csv empty: no time-out, retry or interrupted cell for correct work?"""
     _, tmp = graded_under_load
     lines = (tmp / "problems.csv").read_text().splitlines()
-    assert lines == ["student_id,assignment,origin,problem"], lines
+    assert lines == ["student_id,assignment,origin,problem,recorded_at"], lines

@@ -1,0 +1,90 @@
+"""The command line (autograder/cli.py) and its launcher (autograder/attention-course.sh):
+a command that runs without an activated environment, and outputs under the course folder."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder import cli
+from autograder.course import Course
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_launcher_runs_from_any_folder_without_activating(tmp_path):
+    """Does .venv/bin/attention-course (as `make install` writes it) find the clone and its
+    Python with no activated environment, no PYTHONPATH and another working folder?"""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for entry in ROOT.iterdir():  # a clone of the tree, with a .venv of its own
+        if entry.name not in {".venv", ".git"}:
+            (clone / entry.name).symlink_to(entry)
+    bin_dir = clone / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").symlink_to(sys.executable)
+    shutil.copy(ROOT / "autograder" / "attention-course.sh", bin_dir / "attention-course")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    result = subprocess.run(
+        [str(bin_dir / "attention-course"), "--help"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "usage: attention-course" in result.stdout and "formgrader" in result.stdout
+    assert not list(elsewhere.iterdir())
+
+
+def test_the_makefile_installs_the_launcher():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "$(BIN)/attention-course: autograder/attention-course.sh" in makefile
+    assert "install: $(VENV)/.installed $(BIN)/attention-course" in makefile
+
+
+def test_grade_writes_under_the_course_folder_by_default(tmp_path, monkeypatch):
+    """Do grades.csv (and problems.csv beside it) default to the course folder, not the
+    working folder?"""
+    seen = {}
+
+    def grade(self, submissions, assignment, output, **kwargs):
+        seen.update(output=output, problems=kwargs["problems"])
+        return 0
+
+    monkeypatch.setattr(Course, "grade", grade)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["grade", "subs", "--course-dir", "course"]) == 0
+    assert seen["output"] == (tmp_path / "course" / "grades.csv")
+    assert seen["problems"] is None  # Course.grade puts it beside grades.csv
+
+
+def test_summary_writes_under_the_course_folder_by_default(tmp_path, monkeypatch):
+    seen = {}
+
+    def summary(course, chapter, out_csv, out_png):
+        seen.update(csv=out_csv, png=out_png)
+        return [{}]
+
+    import autograder.reports
+
+    monkeypatch.setattr(autograder.reports, "summary", summary)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["summary", "--course-dir", "c"]) == 0
+    assert seen == {"csv": tmp_path / "c" / "summary.csv", "png": tmp_path / "c" / "summary.png"}
+
+
+def test_gitignore_covers_what_commands_leave_behind():
+    """Are the outputs a command may leave in a clone (run from its root with an old habit, or
+    `pip install .`'s build folders) ignored by git?"""
+    names = ["problems.csv", "summary.csv", "summary.png", "grades.csv", "build/x", "a.egg-info/x"]
+    result = subprocess.run(
+        ["git", "check-ignore", "--no-index", *names],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert sorted(result.stdout.split()) == sorted(names)
