@@ -421,17 +421,17 @@ def step_properties(attend_with_cache, device):
 
 @check("quiz_12_1")
 def quiz_12_1_form(answer, device):
-    """Is answer_12_1 a number? (Any number passes: work it out with the cost per token and layer in the text.)"""
+    """Is answer_12_1 a number (of MiB)?"""
     expect_number(answer(), "answer_12_1")
 
 
 @check("quiz_12_2")
 def quiz_12_2_form(answer, device):
-    """Is answer_12_2 a number? (Any number passes: follow one layer at a time, from the top.)"""
+    """Is answer_12_2 a number (a position)?"""
     expect_number(answer(), "answer_12_2")
 
 
 @check("quiz_12_3")
 def quiz_12_3_form(answer, device):
-    """Is answer_12_3 a letter from a to d? (Any letter passes: ask what the cache relies on.)"""
+    """Is answer_12_3 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_12_3")
