@@ -234,7 +234,8 @@ def run_step(attend_with_cache, queries, keys, values, cache=None, window=None):
         if tuple(x.shape) != tuple(copy.shape) or x.dtype != copy.dtype:
             raise CheckError(f"{what} changed {name} in place: its shape or dtype changed")
         try:
-            expect_unchanged(copy, x.detach(), f"{what}: {name}")
+            # x itself, not x.detach(): a change the code made to its copy is noted by x
+            expect_unchanged(copy, x, f"{what}: {name}")
         except CheckError as err:
             hint = (
                 " A cache is shared (beam search keeps several sequences on one cache): "
