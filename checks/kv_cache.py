@@ -234,7 +234,8 @@ def run_step(attend_with_cache, queries, keys, values, cache=None, window=None):
         if tuple(x.shape) != tuple(copy.shape) or x.dtype != copy.dtype:
             raise CheckError(f"{what} changed {name} in place: its shape or dtype changed")
         try:
-            expect_unchanged(copy, x.detach(), f"{what}: {name}")
+            # x itself, not x.detach(): a change the code made to its copy is noted by x
+            expect_unchanged(copy, x, f"{what}: {name}")
         except CheckError as err:
             hint = (
                 " A cache is shared (beam search keeps several sequences on one cache): "
@@ -421,17 +422,17 @@ def step_properties(attend_with_cache, device):
 
 @check("quiz_12_1")
 def quiz_12_1_form(answer, device):
-    """Is answer_12_1 a number? (Any number passes: work it out with the cost per token and layer in the text.)"""
+    """Is answer_12_1 a number (of MiB)?"""
     expect_number(answer(), "answer_12_1")
 
 
 @check("quiz_12_2")
 def quiz_12_2_form(answer, device):
-    """Is answer_12_2 a number? (Any number passes: follow one layer at a time, from the top.)"""
+    """Is answer_12_2 a number (a position)?"""
     expect_number(answer(), "answer_12_2")
 
 
 @check("quiz_12_3")
 def quiz_12_3_form(answer, device):
-    """Is answer_12_3 a letter from a to d? (Any letter passes: ask what the cache relies on.)"""
+    """Is answer_12_3 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_12_3")

@@ -592,19 +592,19 @@ def gqa_dropout_half(GroupedQueryAttention, device):
 
 @check("quiz_13_1")
 def quiz_alibi_per_key_form(answer, device):
-    """Is answer_13_1 one of "a", "b", "c", "d"? To test your reasoning, compare torch.softmax of a row of scores plus -m·(i - j) with the same plus m·j."""
+    """Is answer_13_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_13_1")
 
 
 @check("quiz_13_2")
 def quiz_kv_bytes_form(answer, device):
-    """Is answer_13_2 a number (of bytes, not KiB)? To test it, make the tensors the cache holds for one token on the meta device (they take no memory there) and add up their .nbytes."""
+    """Is answer_13_2 a number (of bytes, not KiB)?"""
     expect_number(answer(), "answer_13_2")
 
 
 @check("quiz_13_3")
 def quiz_window_reach_form(answer, device):
-    """Is answer_13_3 a number? Predict it, then run the cell after this test, which changes one input token at a time."""
+    """Is answer_13_3 a position from 0 to 20?"""
     value = expect_number(answer(), "answer_13_3")
     if value != int(value) or not 0 <= value <= 20:
         raise CheckError(f"answer_13_3 should be a position from 0 to 20, got {value:g}")

@@ -339,7 +339,7 @@ def grid_dropout_half(RelativeSelfAttention2d, device):
 
 @check("quiz_11_1")
 def quiz_11_1_form(answer, device):
-    """Is answer_11_1 one of "a", "b", "c", "d"? To test your reasoning, run patchify on torch.arange(32 * 48).reshape(1, 1, 32, 48) and look at patch 7."""
+    """Is answer_11_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_11_1")
 
 
@@ -353,5 +353,5 @@ def quiz_11_2_form(answer, device):
 
 @check("quiz_11_3")
 def quiz_11_3_form(answer, device):
-    """Is answer_11_3 one of "a", "b", "c", "d"? Think of the shape of each table for the new grid."""
+    """Is answer_11_3 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_11_3")

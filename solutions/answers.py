@@ -306,12 +306,24 @@ answer_11_1 = "a"
 # why: the grid has 32/8 = 4 rows and 48/8 = 6 columns of patches, numbered row by row, so
 # patch 7 is row 7 // 6 = 1, column 7 % 6 = 1. (b) numbers the patches column by column,
 # (c) takes a grid of 4 columns (the height's count), (d) one of 3 columns.
+# hint "b": that numbers the patches column by column; patchify lays out the grid row by
+# row, as the reshape (B, C, h, p, w, p) leaves it: how many patches does one row hold?
+# hint "c": one row of the grid holds W / p patches: is W here the height, 32, or the width?
+# hint "d": count the patches across one row of the grid again: W / p for a width of 48.
 
 
 # Question 11.2 (book/vision_attention.ipynb)
 answer_11_2 = 4
 # why: 12 N d² > 2 N² d exactly when N < 6d = 4608. N = (224 / p)²: p = 4 gives 3136 tokens
 # (still below 4608), p = 2 gives 12,544 (above). 3 does not divide 224.
+# hint 16: that is the patch size ViT-Base uses; the question asks for the smallest p at
+# which the projections and the MLP still cost more than the two products of attention.
+# hint 8: 8 is where the chapter's table turns over, for d = 64; here d = 768: solve
+# 12 N d² > 2 N² d for N first.
+# hint 2: count the tokens at p = 2, (224 / 2)², and compare them with the N at which the
+# two costs are equal.
+# hint: the two costs are equal at one N: solve 12 N d² = 2 N² d for N, then find the smallest
+# divisor p of 224 whose N = (224 / p)² stays below it.
 
 
 # Question 11.3 (book/vision_attention.ipynb)
@@ -320,48 +332,98 @@ answer_11_3 = "b"
 # patches (ViT interpolates it, in 2-D, to fine-tune at a higher resolution); the 13 × 13
 # table of biases covers offsets up to ±6, and a 14 × 14 grid has offsets up to ±13; the
 # projections, the class token and the MLP do not depend on the number of tokens.
+# hint "a": a learned table holds one vector for each patch it was trained on: how many rows
+# does it have, and how many patches does a 14 × 14 grid have?
+# hint "c": the table of biases has one entry per 2-D offset of a 7 × 7 grid, up to ±6 along
+# each axis: which offsets does a 14 × 14 grid have?
+# hint "d": which weights depend on the number of tokens? The projections and the MLP act on
+# each token alone, and attention takes any number of keys.
 
 
 # Question 12.1 (book/kv_cache.ipynb)
 answer_12_1 = 768
-# Why: every layer keeps a key and a value of d numbers per token: 2 · 24 · 2048 · 2 bytes =
+# why: every layer keeps a key and a value of d numbers per token: 2 · 24 · 2048 · 2 bytes =
 # 196,608 bytes (192 KiB) per token, and 4096 tokens take 4096 · 192 KiB = 768 MiB. The heads
 # do not matter: 16 heads of 128 numbers are the d = 2048 numbers of a key.
+# tolerance: 0.5
+# hint 384: a cache keeps a key and a value for every token, in every layer.
+# hint 1536: bfloat16 takes 2 bytes a number, not 4.
+# hint 32: every one of the 24 layers keeps its own keys and values.
+# hint 12288: the 16 heads of 128 numbers are the d = 2048 numbers of one key: count them once.
+# hint 805306368: that counts bytes; the question asks for MiB, 2^20 bytes each.
+# hint: count what the cache keeps for one token (a key and a value in every layer, each of d
+# numbers of 2 bytes), multiply by the tokens, and divide by 2^20.
 
 
 # Question 12.2 (book/kv_cache.ipynb)
 answer_12_2 = 72
-# Why: one layer reaches back W - 1 = 7 positions, and each layer reaches 7 further back from
+# why: one layer reaches back W - 1 = 7 positions, and each layer reaches 7 further back from
 # the positions the layer above reads: 100 - 4 · 7 = 72. A window caps what one layer sees, not
 # what the stack sees, though the cache keeps only 8 positions per layer.
+# hint 93: that is what the last layer alone reaches; the positions it reads are outputs of
+# the layer below, which reach further back themselves.
+# hint 68: a window of W = 8 includes the query's own position: how many positions before it
+# does one layer reach?
+# hint 0: a window caps how far back each layer reaches; does anything reach position 0 through
+# only 4 layers?
+# hint: how far back does one layer reach from a position, and where do the positions that the
+# layer below reads begin? Follow the 4 layers down.
 
 
 # Question 12.3 (book/kv_cache.ipynb)
 answer_12_3 = "c"
-# Why: the cache is exact because an earlier position never sees a later token, so its keys and
+# why: the cache is exact because an earlier position never sees a later token, so its keys and
 # values in every layer stay what they were. Without the causal mask a new token changes every
 # earlier position's vector from the first block on, and the keys and values of the blocks
 # above with it. Heads, the place of the norm and the decoding rule change none of that.
+# hint "a": the heads split each position's key and value into pieces: does a new token change
+# the pieces of an earlier position?
+# hint "b": where the LayerNorm sits changes how a block computes a position's vector, not which
+# positions it reads: does an earlier position ever see the new token?
+# hint "d": the decoding rule picks the next token from the logits; does it change how the keys
+# and values of the positions already there were computed?
 
 
 # Question 13.1 (book/modern_attention.ipynb)
 answer_13_1 = "a"
-# Why: -m(i - j) = m·j - m·i, and m·i is the same for every key of row i; the softmax of a
+# why: -m(i - j) = m·j - m·i, and m·i is the same for every key of row i; the softmax of a
 # row is unchanged by adding a constant to it. The causal mask hides the same keys in both.
+# hint "b": write both biases for one row i and subtract them: does the difference depend on
+# the key j?
+# hint "c": in row i the two biases differ by m·i: is that the same for every key of the row,
+# in every row, or only in the last?
+# hint "d": the causal mask hides the same keys with either bias; among the keys a row sees,
+# how do the two biases differ?
 
 
 # Question 13.2 (book/modern_attention.ipynb)
 answer_13_2 = 327_680
-# Why: a key and a value (2) per layer (80) and key-value head (8), each of 128 numbers of
+# why: a key and a value (2) per layer (80) and key-value head (8), each of 128 numbers of
 # 2 bytes: 2 · 80 · 8 · 128 · 2 = 327,680 bytes, 320 KiB. With 64 key-value heads (MHA) it
 # would be eight times as much.
+# tolerance: 0.5
+# hint 2621440: count the key–value heads (g = 8), which store keys and values, not the 64 query
+# heads.
+# hint 163840: the cache keeps a key and a value for every layer and key–value head.
+# hint 655360: a 16-bit number takes 2 bytes, not 4.
+# hint 4096: every one of the 80 layers keeps its own keys and values.
+# hint 320: that is KiB; the question asks for bytes.
+# hint: multiply a key and a value (2), the layers, the key–value heads, the numbers of a head
+# and the bytes of a 16-bit number.
 
 
 # Question 13.3 (book/modern_attention.ipynb)
 answer_13_3 = 11
-# Why: each layer reaches w - 1 = 3 positions further back than the one below it, so three
+# why: each layer reaches w - 1 = 3 positions further back than the one below it, so three
 # layers reach 3 · 3 = 9 positions back: 20 - 9 = 11. Mistral 7B's 32 layers with w = 4096
 # reach about 32 · 4096 ≈ 131k tokens back in this way.
+# hint 17: that is the reach of one layer; layer 3 reads outputs of layer 2, which already
+# depend on positions further back.
+# hint 8: a window of w = 4 includes the query's own position: how many positions before it
+# does one layer see?
+# hint 14: count the layers again: there are three.
+# hint: how far back does one layer reach, and where does the layer below already look? Follow
+# the three layers down.
 
 
 # What the comments above declare, read by checks/_quiz.py.
@@ -496,6 +558,55 @@ HINTS = {
         8388608: "one length per sequence does not vary over the queries either",
         134217728: "that is one boolean per score; a mask broadcasts over the axes where it does not vary",
     },
+    "answer_11_1": {
+        "b": "that numbers the patches column by column; patchify lays out the grid row by row, as the reshape (B, C, h, p, w, p) leaves it: how many patches does one row hold?",
+        "c": "one row of the grid holds W / p patches: is W here the height, 32, or the width?",
+        "d": "count the patches across one row of the grid again: W / p for a width of 48.",
+    },
+    "answer_11_2": {
+        16: "that is the patch size ViT-Base uses; the question asks for the smallest p at which the projections and the MLP still cost more than the two products of attention.",
+        8: "8 is where the chapter's table turns over, for d = 64; here d = 768: solve 12 N d² > 2 N² d for N first.",
+        2: "count the tokens at p = 2, (224 / 2)², and compare them with the N at which the two costs are equal.",
+    },
+    "answer_11_3": {
+        "a": "a learned table holds one vector for each patch it was trained on: how many rows does it have, and how many patches does a 14 × 14 grid have?",
+        "c": "the table of biases has one entry per 2-D offset of a 7 × 7 grid, up to ±6 along each axis: which offsets does a 14 × 14 grid have?",
+        "d": "which weights depend on the number of tokens? The projections and the MLP act on each token alone, and attention takes any number of keys.",
+    },
+    "answer_12_1": {
+        384: "a cache keeps a key and a value for every token, in every layer.",
+        1536: "bfloat16 takes 2 bytes a number, not 4.",
+        32: "every one of the 24 layers keeps its own keys and values.",
+        12288: "the 16 heads of 128 numbers are the d = 2048 numbers of one key: count them once.",
+        805306368: "that counts bytes; the question asks for MiB, 2^20 bytes each.",
+    },
+    "answer_12_2": {
+        93: "that is what the last layer alone reaches; the positions it reads are outputs of the layer below, which reach further back themselves.",
+        68: "a window of W = 8 includes the query's own position: how many positions before it does one layer reach?",
+        0: "a window caps how far back each layer reaches; does anything reach position 0 through only 4 layers?",
+    },
+    "answer_12_3": {
+        "a": "the heads split each position's key and value into pieces: does a new token change the pieces of an earlier position?",
+        "b": "where the LayerNorm sits changes how a block computes a position's vector, not which positions it reads: does an earlier position ever see the new token?",
+        "d": "the decoding rule picks the next token from the logits; does it change how the keys and values of the positions already there were computed?",
+    },
+    "answer_13_1": {
+        "b": "write both biases for one row i and subtract them: does the difference depend on the key j?",
+        "c": "in row i the two biases differ by m·i: is that the same for every key of the row, in every row, or only in the last?",
+        "d": "the causal mask hides the same keys with either bias; among the keys a row sees, how do the two biases differ?",
+    },
+    "answer_13_2": {
+        2621440: "count the key–value heads (g = 8), which store keys and values, not the 64 query heads.",
+        163840: "the cache keeps a key and a value for every layer and key–value head.",
+        655360: "a 16-bit number takes 2 bytes, not 4.",
+        4096: "every one of the 80 layers keeps its own keys and values.",
+        320: "that is KiB; the question asks for bytes.",
+    },
+    "answer_13_3": {
+        17: "that is the reach of one layer; layer 3 reads outputs of layer 2, which already depend on positions further back.",
+        8: "a window of w = 4 includes the query's own position: how many positions before it does one layer see?",
+        14: "count the layers again: there are three.",
+    },
 }
 HINT = {
     "answer_1_2": "which key's score is the largest, and by how much does it beat the next one?",
@@ -513,6 +624,11 @@ HINT = {
     "answer_8_1": "print Y.mean(dim) and Y.var(dim, unbiased=False) of Y = nn.LayerNorm(8)(torch.randn(2, 5, 8)) for dim = 0, 1 and 2",
     "answer_8_2": "variances of independent terms add: how many terms of variance 1 does the stream hold?",
     "answer_10_2": "which axes of (B, h, m, n) does a mask of one length per sequence need, and which can it leave at size 1?",
+    "answer_11_2": "the two costs are equal at one N: solve 12 N d² = 2 N² d for N, then find the smallest divisor p of 224 whose N = (224 / p)² stays below it.",
+    "answer_12_1": "count what the cache keeps for one token (a key and a value in every layer, each of d numbers of 2 bytes), multiply by the tokens, and divide by 2^20.",
+    "answer_12_2": "how far back does one layer reach from a position, and where do the positions that the layer below reads begin? Follow the 4 layers down.",
+    "answer_13_2": "multiply a key and a value (2), the layers, the key–value heads, the numbers of a head and the bytes of a 16-bit number.",
+    "answer_13_3": "how far back does one layer reach, and where does the layer below already look? Follow the three layers down.",
 }
 TOLERANCE = {
     "answer_1_2": {"abs": 0.05},
@@ -520,4 +636,6 @@ TOLERANCE = {
     "answer_4_1": {"rel": 0.05},
     "answer_6_2": {"abs": 0.5},
     "answer_8_2": {"rel": 0.02},
+    "answer_12_1": {"abs": 0.5},
+    "answer_13_2": {"abs": 0.5},
 }

@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 
 import checks
-from solutions import modern
+from checks._quiz import GRADED_ENV
+from solutions import answers
 from solutions.modern import (
     GroupedQueryAttention,
     alibi_bias,
@@ -177,30 +178,44 @@ def test_window_reach_through_layers_is_the_questions_key():
         changed[0, p] += 1.0
         if (three_layers(changed)[0, 20] - out).abs().max() > 0:
             reached.append(p)
-    assert reached == list(range(modern.answer_13_3, 21))
+    assert reached == list(range(answers.answer_13_3, 21))
 
 
 # ---------------------------------------------------------------- the questions
 
 
-def test_choice_self_check_accepts_every_letter_and_the_key_only_one():
-    """Does the self-check of 13.1 accept a to d alike (it must not give the key away), while the
-    hidden key accepts the reference answer only?"""
+def test_choice_self_check_accepts_every_letter_where_graded_and_the_key_only_one(monkeypatch):
+    """Graded, does the self-check of 13.1 accept a to d alike (it must not give the key away),
+    while the hidden key accepts the reference answer only? In self-study, does the self-check
+    accept the key only, with a hint for the others?"""
     for letter in "abcd":
-        checks.run("quiz_13_1", lambda letter=letter: letter, verbose=False)
-        if letter == modern.answer_13_1:
+        if letter == answers.answer_13_1:
+            checks.run("quiz_13_1", lambda letter=letter: letter, verbose=False)
             checks.run_hidden("quiz_13_1.key", lambda letter=letter: letter, verbose=False)
         else:
+            with pytest.raises(checks.CheckError, match="is not right. Hint: "):
+                checks.run("quiz_13_1", lambda letter=letter: letter, verbose=False)
             with pytest.raises(checks.CheckError, match="is not the right choice"):
                 checks.run_hidden("quiz_13_1.key", lambda letter=letter: letter, verbose=False)
+    monkeypatch.setenv(GRADED_ENV, "1")
+    for letter in "abcd":
+        checks.run("quiz_13_1", lambda letter=letter: letter, verbose=False)
     for bad, message in [(..., "no answer yet"), ("e", "got 'e'"), (1, r"got 1 \(int\)")]:
         with pytest.raises(checks.CheckError, match=message):
             checks.run("quiz_13_1", lambda bad=bad: bad, verbose=False)
 
 
-def test_number_self_checks_accept_numbers_and_the_keys_only_theirs():
-    """Do the self-checks of 13.2 and 13.3 accept any number of the right kind, and the keys
-    only the bytes 2·80·8·128·2 and the position 20 - 3·3?"""
+def test_number_self_checks_accept_numbers_where_graded_and_the_keys_only_theirs(monkeypatch):
+    """Graded, do the self-checks of 13.2 and 13.3 accept any number of the right kind, and the
+    keys only the bytes 2·80·8·128·2 and the position 20 - 3·3? In self-study, do the
+    self-checks accept the keys only (13.2 within half a byte)?"""
+    checks.run("quiz_13_2", lambda: 327_680.4, verbose=False)
+    checks.run("quiz_13_3", lambda: 11, verbose=False)
+    with pytest.raises(checks.CheckError, match="that is KiB"):
+        checks.run("quiz_13_2", lambda: 320, verbose=False)
+    with pytest.raises(checks.CheckError, match="is not right. Hint: "):
+        checks.run("quiz_13_3", lambda: 17, verbose=False)
+    monkeypatch.setenv(GRADED_ENV, "1")
     for value in (327_680, 2_621_440, 0.5):
         checks.run("quiz_13_2", lambda value=value: value, verbose=False)
     checks.run_hidden("quiz_13_2.key", lambda: 2 * 80 * 8 * 128 * 2, verbose=False)
@@ -211,5 +226,5 @@ def test_number_self_checks_accept_numbers_and_the_keys_only_theirs():
     for bad in (21, -1, 11.5):
         with pytest.raises(checks.CheckError, match="should be a position from 0 to 20"):
             checks.run("quiz_13_3", lambda bad=bad: bad, verbose=False)
-    assert modern.answer_13_3 == 20 - 3 * (4 - 1)
-    assert math.isclose(modern.answer_13_2, 320 * 1024)
+    assert answers.answer_13_3 == 20 - 3 * (4 - 1)
+    assert math.isclose(answers.answer_13_2, 320 * 1024)

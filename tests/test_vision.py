@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 import checks
-from solutions import vision
+from checks._quiz import GRADED_ENV
+from solutions import answers, vision
 from solutions.self_attention import positional_encoding
 
 checks.groups()  # loads the hidden groups into the registry
@@ -130,27 +131,42 @@ def test_grid_attention_rejects_the_wrong_number_of_patches():
 
 
 @pytest.mark.parametrize("group, key", [("quiz_11_1", "a"), ("quiz_11_3", "b")])
-def test_choice_self_check_accepts_every_letter_and_the_key_only_one(group, key):
-    """Does the self-check accept a, b, c and d alike (it must not give the key away), while the
-    hidden key accepts only the reference's answer?"""
-    assert getattr(vision, group.replace("quiz", "answer")) == key
+def test_choice_self_check_accepts_every_letter_where_graded_and_the_key_only_one(
+    group, key, monkeypatch
+):
+    """Graded, does the self-check accept a, b, c and d alike (it must not give the key away),
+    while the hidden key accepts only the reference's answer? In self-study, does the
+    self-check accept the key only, with a hint for the others?"""
+    assert getattr(answers, group.replace("quiz", "answer")) == key
     for letter in "abcd":
-        checks.run(group, lambda letter=letter: letter, verbose=False)
         if letter == key:
+            checks.run(group, lambda letter=letter: letter, verbose=False)
             checks.run_hidden(f"{group}.key", lambda letter=letter: letter, verbose=False)
         else:
+            with pytest.raises(checks.CheckError, match="is not right. Hint: "):
+                checks.run(group, lambda letter=letter: letter, verbose=False)
             with pytest.raises(checks.CheckError, match="is not the right choice"):
                 checks.run_hidden(f"{group}.key", lambda letter=letter: letter, verbose=False)
+    monkeypatch.setenv(GRADED_ENV, "1")
+    for letter in "abcd":
+        checks.run(group, lambda letter=letter: letter, verbose=False)
 
 
-def test_patch_size_self_check_accepts_any_divisor_and_the_key_only_the_crossover():
-    """Does the self-check of 11.2 accept every divisor of 224, and the key only the smallest
-    p with 12 N d² > 2 N² d for d = 768 (N = 3136 < 6d = 4608)?"""
+def test_patch_size_self_check_accepts_any_divisor_where_graded_and_the_key_only_the_crossover(
+    monkeypatch,
+):
+    """Graded, does the self-check of 11.2 accept every divisor of 224, and the key only the
+    smallest p with 12 N d² > 2 N² d for d = 768 (N = 3136 < 6d = 4608)? In self-study, does
+    the self-check accept the key only?"""
     divisors = [p for p in range(1, 225) if 224 % p == 0]
+    checks.run("quiz_11_2", lambda: 4, verbose=False)
+    with pytest.raises(checks.CheckError, match="is not right. Hint: "):
+        checks.run("quiz_11_2", lambda: 16, verbose=False)
+    monkeypatch.setenv(GRADED_ENV, "1")
     for p in divisors:
         checks.run("quiz_11_2", lambda p=p: p, verbose=False)
     checks.run_hidden("quiz_11_2.key", lambda: 4, verbose=False)
-    assert vision.answer_11_2 == 4 and (224 // 4) ** 2 < 6 * 768 < (224 // 2) ** 2
+    assert answers.answer_11_2 == 4 and (224 // 4) ** 2 < 6 * 768 < (224 // 2) ** 2
     for p in (d for d in divisors if d != 4):
         with pytest.raises(checks.CheckError, match="not the right patch size"):
             checks.run_hidden("quiz_11_2.key", lambda p=p: p, verbose=False)

@@ -46,6 +46,7 @@ REVEALED_BY = {
     "quiz_5_2": ["7b2c9f6d"],
     "quiz_6_2": ["quiz-6-2-run"],
     "quiz_10_2": ["a10q2run"],
+    "quiz_13_3": ["ec30fd45"],
 }
 
 

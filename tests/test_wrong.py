@@ -167,3 +167,12 @@ def test_answers_that_zero_their_inputs_lose_every_group():
     for w in forgers:
         every = {g for g in REGISTRY if exercise_of(g) == w.target}
         assert set(w.groups) == every, (w.name, every - set(w.groups))
+    # Chapters 11 to 13 (images, the KV cache, attention today): every target that takes
+    # tensors (its "unchanged" class is tested) has such a forger.
+    from checks._contract import PROPERTIES
+
+    later = {"tests.wrong.vision", "tests.wrong.kv_cache", "tests.wrong.modern"}
+    targets = {w.target for w in WRONG if w.fn.__module__ in later and not is_quiz(w.target)}
+    takes_tensors = {t for t in targets if not isinstance(PROPERTIES[t]["unchanged"], str)}
+    assert takes_tensors <= {w.target for w in forgers}, takes_tensors - {w.target for w in forgers}
+    assert len(takes_tensors) == 6, sorted(takes_tensors)

@@ -8,6 +8,7 @@ cache's shape and a reachability computed layer by layer.
 
 import torch
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -288,3 +289,25 @@ def quiz_12_3_key(answer, device):
     choice = expect_choice(answer(), "abcd", "answer_12_3")
     if choice != "c":
         raise CheckError(f"answer_12_3 = {choice!r}: {WHY_NOT_12_3[choice]}")
+
+
+# ----------------------------------------------------------------- property classes
+# Each graded target names the groups that test each class (tests/test_properties.py proves
+# each with a wrong answer in tests/wrong/kv_cache.py that breaks it).
+
+properties(
+    "sampling_probs",
+    float64=("sampling_probs", "sampling_probs.safety"),
+    gradient=("sampling_probs", "sampling_probs.safety"),
+    meta=("sampling_probs", "sampling_probs.safety"),
+    dropout="n/a: sampling_probs has no dropout",
+    unchanged=("sampling_probs", "sampling_probs.safety"),
+)
+properties(
+    "attend_with_cache",
+    float64=("attend_with_cache", "attend_with_cache.safety"),
+    gradient=("attend_with_cache", "attend_with_cache.safety"),
+    meta=("attend_with_cache", "attend_with_cache.safety"),
+    dropout="n/a: attend_with_cache has no dropout (decoding runs in eval mode)",
+    unchanged=("attend_with_cache", "attend_with_cache.safety"),
+)

@@ -8,6 +8,7 @@ relative-position property, and PyTorch's own grouped-query attention
 import torch
 import torch.nn.functional as F
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -266,3 +267,33 @@ def quiz_13_3_key(answer, device):
             f"answer_13_3 = {value:g} is not the earliest position: how far back does one layer "
             "see, and where does the layer below it already look?"
         )
+
+
+# ----------------------------------------------------------------- property classes
+# Each graded target names the groups that test each class (tests/test_properties.py proves
+# each with a wrong answer in tests/wrong/modern.py that breaks it).
+
+properties(
+    "sliding_window_mask",
+    float64="n/a: sliding_window_mask makes a boolean mask from sizes; no float input",
+    gradient="n/a: sliding_window_mask returns a boolean mask; nothing to differentiate",
+    meta=("sliding_window_mask", "sliding_window_mask.errors"),
+    dropout="n/a: sliding_window_mask has no dropout",
+    unchanged="n/a: sliding_window_mask takes sizes and a device, no tensor to change",
+)
+properties(
+    "apply_rope",
+    float64=("apply_rope", "apply_rope.values"),
+    gradient=("apply_rope", "apply_rope.properties"),
+    meta=("apply_rope", "apply_rope.properties"),
+    dropout="n/a: apply_rope has no dropout",
+    unchanged=("apply_rope", "apply_rope.properties"),
+)
+properties(
+    "GroupedQueryAttention",
+    float64=("GroupedQueryAttention", "GroupedQueryAttention.contract"),
+    gradient=("GroupedQueryAttention", "GroupedQueryAttention.contract"),
+    meta=("GroupedQueryAttention", "GroupedQueryAttention.contract"),
+    dropout=("GroupedQueryAttention", "GroupedQueryAttention.contract"),
+    unchanged=("GroupedQueryAttention", "GroupedQueryAttention.contract"),
+)

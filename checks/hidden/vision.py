@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from checks._contract import float64_device
+from checks._contract import float64_device, properties
 from checks._core import (
     CheckError,
     check,
@@ -377,3 +377,25 @@ def quiz_11_3_key(answer, device):
             f"answer_11_3 = {value!r} is not the right choice: which tables have a row, or an "
             "entry, for every patch and every offset of a 14 × 14 grid?"
         )
+
+
+# ----------------------------------------------------------------- property classes
+# Each graded target names the groups that test each class (tests/test_properties.py proves
+# each with a wrong answer in tests/wrong/vision.py that breaks it).
+
+properties(
+    "patchify",
+    float64=("patchify", "patchify.safety"),
+    gradient=("patchify", "patchify.safety"),
+    meta=("patchify", "patchify.safety"),
+    dropout="n/a: patchify only moves pixels; it has no dropout",
+    unchanged=("patchify", "patchify.safety"),
+)
+properties(
+    "RelativeSelfAttention2d",
+    float64=("RelativeSelfAttention2d", "RelativeSelfAttention2d.values"),
+    gradient=("RelativeSelfAttention2d", "RelativeSelfAttention2d.values"),
+    meta=("RelativeSelfAttention2d", "RelativeSelfAttention2d.values"),
+    dropout=("RelativeSelfAttention2d", "RelativeSelfAttention2d.dropout"),
+    unchanged=("RelativeSelfAttention2d", "RelativeSelfAttention2d.values"),
+)

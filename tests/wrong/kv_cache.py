@@ -275,6 +275,7 @@ def concatenated_on_the_feature_axis(queries, keys, values, cache=None, window=N
         "attend_with_cache.window": "cache[0] was modified in place: at index (0, 0, 0, 0) it was 0.233709 and is now 0.182017",
         "attend_with_cache.safety": "cache[0] was modified in place: at index (0, 0, 0, 0) it was 0.514733 and is now 1.42524",
     },
+    breaks="unchanged",
 )
 def rolls_the_callers_cache_in_place(queries, keys, values, cache=None, window=None):
     """A full window rolled in place, to save memory: the caller's cache tensors change, and with
@@ -339,6 +340,7 @@ def window_cut_before_appending(queries, keys, values, cache=None, window=None):
         "attend_with_cache": "masked_fill got a tensor of shape (1, 3) on the CPU together with tensors on the inputs' device",
         "attend_with_cache.safety": "masked_fill got a tensor of shape (2, 5) on the CPU together with tensors on the inputs' device",
     },
+    breaks="meta",
 )
 def positions_made_on_the_cpu(queries, keys, values, cache=None, window=None):
     """torch.arange without device=: fine on the CPU, an error as soon as the inputs are on a GPU."""
@@ -448,3 +450,180 @@ def post_norm():
 def sampling():
     """Thinks sampling breaks the cache."""
     answer_12_3 = "d"  # noqa: F841
+
+
+# ----------------------------------------------------------------- property classes
+# Each breaks one property class that the checks of every graded target cover (breaks=...).
+
+
+@wrong(
+    "sampling_probs",
+    {
+        "sampling_probs": "sampling_probs(<(2, 7)>, temperature=0.8, top_k=4): the gradient is not the derivative of the output. Along",
+        "sampling_probs.safety": "sampling_probs(<(3, 2, 9)>, temperature=1.4, top_k=3): the gradient is not the derivative of the output.",
+    },
+    breaks="float64",
+)
+def sampling_probs_in_float32(logits, temperature=1.0, top_k=None):
+    """Computes the softmax of float32 scores and casts back: float64 out, float32's digits."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    V = logits.shape[-1]
+    if top_k is not None and not 1 <= top_k <= V:
+        raise ValueError(f"top_k must be None or an integer from 1 to V = {V}, got {top_k!r}")
+    scores = logits.float() / temperature
+    if top_k is not None:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    return torch.softmax(scores, dim=-1).to(logits.dtype)
+
+
+@wrong(
+    "sampling_probs",
+    {
+        "sampling_probs": "sampling_probs(<(2, 7)>, temperature=0.8, top_k=4): the gradient is not the derivative of the output. Along",
+        "sampling_probs.safety": "sampling_probs(<(3, 2, 9)>, temperature=1.4, top_k=3): the gradient is not the derivative of the output.",
+    },
+    breaks="gradient",
+)
+def sampling_probs_gradient_doubled(logits, temperature=1.0, top_k=None):
+    """Right probabilities of the detached logits, plus twice (p - p.detach()), which is zero:
+    the values are right, the gradient twice the derivative."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    V = logits.shape[-1]
+    if top_k is not None and not 1 <= top_k <= V:
+        raise ValueError(f"top_k must be None or an integer from 1 to V = {V}, got {top_k!r}")
+
+    def probs(x):
+        scores = x / temperature
+        if top_k is not None:
+            kth = scores.topk(top_k, dim=-1).values[..., -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        return torch.softmax(scores, dim=-1)
+
+    return probs(logits.detach()) + 2 * (probs(logits) - probs(logits).detach())
+
+
+@wrong(
+    "sampling_probs",
+    {
+        "sampling_probs": "where got a tensor of shape (2, 7) on the CPU together with tensors on the inputs' device. A tensor made",
+        "sampling_probs.safety": "where got a tensor of shape (3, 2, 9) on the CPU together with tensors on the inputs' device. A tensor made",
+    },
+    breaks="meta",
+)
+def sampling_probs_fill_on_the_cpu(logits, temperature=1.0, top_k=None):
+    """Fills the scores outside the top k from a tensor made without device=: on the CPU."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    V = logits.shape[-1]
+    if top_k is not None and not 1 <= top_k <= V:
+        raise ValueError(f"top_k must be None or an integer from 1 to V = {V}, got {top_k!r}")
+    scores = logits / temperature
+    if top_k is not None:
+        kth = scores.topk(top_k, dim=-1).values[..., -1:]
+        minus_inf = torch.full(scores.shape, float("-inf"), dtype=scores.dtype)
+        scores = torch.where(scores < kth, minus_inf, scores)
+    return torch.softmax(scores, dim=-1)
+
+
+@wrong(
+    "sampling_probs",
+    {
+        "sampling_probs": "sampling_probs([2.0, 1.0, 0.5, -1.0], temperature=1.0, top_k=None) modified its input logits in place: at",
+        "sampling_probs.safety": "sampling_probs(<(3, 2, 9)>, temperature=1.4, top_k=3) modified its input logits in place: at index (0, 0, 0)",
+        "sampling_probs.values": "sampling_probs([1.0819677114486694], temperature=1.0, top_k=None) modified its input logits in place: at",
+        "sampling_probs.errors": "sampling_probs(<(2, 5)>, temperature=0.0, top_k=None) returned without an error; expected a ValueError that names temperature",
+    },
+    breaks="unchanged",
+)
+def sampling_probs_zeroes_everything(logits, temperature=1.0, top_k=None):
+    """Computes nothing: zeroes the logits in place and returns zeros, so that a reference
+    computed from the logits after the call would be zeros too."""
+    with torch.no_grad():
+        logits.zero_()
+    return torch.zeros_like(logits)
+
+
+@wrong(
+    "attend_with_cache",
+    {
+        "attend_with_cache": "values with d_v=2, a cache of 2 positions, window=2) in float64: row index (0, 0, 0) is wrong (2 of 2 rows",
+        "attend_with_cache.safety": "values with d_v=2, a cache of 3 positions, window=3) in float64: row index (0, 0, 0) is wrong (8 of 8 rows",
+    },
+    breaks="float64",
+)
+def cached_attention_in_float32(queries, keys, values, cache=None, window=None):
+    """Attends in float32 and casts the output back: float64 out, float32's digits."""
+    if cache is not None:
+        keys = torch.cat([cache[0], keys], dim=2)
+        values = torch.cat([cache[1], values], dim=2)
+    t, total = queries.shape[2], keys.shape[2]
+    rows = torch.arange(total - t, total, device=queries.device)[:, None]
+    cols = torch.arange(total, device=queries.device)[None, :]
+    attend = cols <= rows
+    if window is not None:
+        attend = attend & (cols > rows - window)
+    scores = queries.float() @ keys.float().transpose(-2, -1) / math.sqrt(queries.shape[-1])
+    weights = torch.softmax(scores.masked_fill(~attend, float("-inf")), dim=-1)
+    output = (weights @ values.float()).to(queries.dtype)
+    if window is not None:
+        keys, values = keys[:, :, -window:], values[:, :, -window:]
+    return output, (keys, values)
+
+
+@wrong(
+    "attend_with_cache",
+    {
+        "attend_with_cache": "values with d_v=2, a cache of 2 positions, window=2): the gradient is not the derivative of the output. Along",
+        "attend_with_cache.safety": "values with d_v=2, a cache of 3 positions, window=3): the gradient is not the derivative of the output. Along",
+    },
+    breaks="gradient",
+)
+def cached_attention_gradient_doubled(queries, keys, values, cache=None, window=None):
+    """The right output of detached inputs, plus twice (output - output.detach()), which is
+    zero: the values are right, the gradient twice the derivative."""
+    if cache is not None:
+        keys = torch.cat([cache[0], keys], dim=2)
+        values = torch.cat([cache[1], values], dim=2)
+    t, total = queries.shape[2], keys.shape[2]
+    rows = torch.arange(total - t, total, device=queries.device)[:, None]
+    cols = torch.arange(total, device=queries.device)[None, :]
+    attend = cols <= rows
+    if window is not None:
+        attend = attend & (cols > rows - window)
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(queries.shape[-1])
+    weights = torch.softmax(scores.masked_fill(~attend, float("-inf")), dim=-1)
+    output = weights @ values
+    output = output.detach() + 2 * (output - output.detach())
+    if window is not None:
+        keys, values = keys[:, :, -window:], values[:, :, -window:]
+    return output, (keys, values)
+
+
+@wrong(
+    "attend_with_cache",
+    {
+        "attend_with_cache": "a cache of 3 positions, window=None): queries was modified in place: at index (0, 0, 0, 0) it was -1.20607",
+        "attend_with_cache.safety": "a cache of 3 positions, window=3): queries was modified in place: at index (0, 0, 0, 0) it was -0.810477 and",
+        "attend_with_cache.values": "with d_v=3, cache=None, window=None): queries was modified in place: at index (0, 0, 0, 0) it was 0.014369",
+        "attend_with_cache.window": "with d_v=3, cache=None, window=4): queries was modified in place: at index (0, 0, 0, 0) it was 1.27453 and is",
+    },
+    breaks="unchanged",
+)
+def cached_attention_zeroes_everything(queries, keys, values, cache=None, window=None):
+    """Attends to nothing: zeroes its inputs and the cache in place and returns zeros, so that a
+    reference computed from the inputs after the call would be zeros too."""
+    with torch.no_grad():
+        for x in (queries, keys, values) + (tuple(cache) if cache is not None else ()):
+            x.zero_()
+    B, h, t = queries.shape[:3]
+    n = t + (cache[0].shape[2] if cache is not None else 0)
+    n = min(n, window) if window is not None else n
+    z = dict(dtype=queries.dtype, device=queries.device)
+    output = torch.zeros(B, h, t, values.shape[-1], **z)
+    return output, (
+        torch.zeros(B, h, n, keys.shape[-1], **z),
+        torch.zeros(B, h, n, values.shape[-1], **z),
+    )

@@ -84,6 +84,7 @@ def no_checks(num_queries, num_keys, window, device=None):
         "sliding_window_mask": "sub got a tensor of shape (3, 1) on the CPU",
         "sliding_window_mask.errors": "sub got a tensor of shape (4, 1) on the CPU",
     },
+    breaks="meta",
 )
 def positions_on_the_cpu(num_queries, num_keys, window, device=None):
     """Positions made without device=, then the mask moved: the CPU mixes with the device."""
@@ -222,6 +223,7 @@ def ignores_the_offset(X, offset=0, base=10000.0):
         "apply_rope": "mul got a tensor of shape (3, 3) on the CPU",
         "apply_rope.properties": "mul got a tensor of shape (4, 4) on the CPU",
     },
+    breaks="meta",
 )
 def tables_on_the_cpu(X, offset=0, base=10000.0):
     """torch.arange without device=: the cos/sin tables are made on the CPU."""
@@ -243,6 +245,7 @@ def tables_on_the_cpu(X, offset=0, base=10000.0):
         "apply_rope": "(the output is right to float32's precision only: for float64 input, compute the angles in float64)",
         "apply_rope.values": "apply_rope(X of shape (5, 2), offset=0, base=10000) in torch.float64: row index (1,) is wrong",
     },
+    breaks="float64",
 )
 def tables_in_float32(X, offset=0, base=10000.0):
     """The angles always in float32: float64 input gets float32's precision."""
@@ -281,6 +284,7 @@ def tables_in_the_input_dtype(X, offset=0, base=10000.0):
         "apply_rope": "apply_rope(X of shape (1, 3, 4) and dtype torch.float32) modified its input X in place",
         "apply_rope.properties": "apply_rope(X of shape (2, 3, 8) and dtype torch.float32, offset=0) modified its input X in place",
     },
+    breaks="unchanged",
 )
 def turns_in_place(X, offset=0, base=10000.0):
     """Writes the turned pairs back into X: the caller's queries change."""
@@ -406,6 +410,7 @@ def scaled_by_the_model_width(self, queries, keys, values, valid_lens=None):
         "GroupedQueryAttention": "the weights read from the output in eval mode (p=0.5, h=4, g=2",
         "GroupedQueryAttention.contract": "the weights read from the output in eval mode (p=0.3, h=6, g=3",
     },
+    breaks="dropout",
 )
 def dropout_in_eval_too(self, queries, keys, values, valid_lens=None):
     """F.dropout(weights, p) without training=self.training: it drops in eval mode too."""
@@ -428,6 +433,7 @@ def dropout_in_eval_too(self, queries, keys, values, valid_lens=None):
         "GroupedQueryAttention": "no gradient reached W_k.weight, W_k.bias, W_v.weight, W_v.bias, keys, values",
         "GroupedQueryAttention.contract": "no gradient reached W_k.weight, W_v.weight, keys, values",
     },
+    breaks="gradient",
 )
 def keys_projected_without_gradient(self, queries, keys, values, valid_lens=None):
     """The key and value projections under torch.no_grad(), "to save memory": W_k never learns."""
@@ -498,3 +504,121 @@ def window_reach_counts_w():
 def window_reach_of_one_layer():
     """One layer's reach only, as if the layers below added nothing."""
     return 17
+
+
+# ----------------------------------------------------------------- property classes
+# Each breaks one property class that the checks of every graded target cover (breaks=...).
+
+
+@wrong(
+    "apply_rope",
+    {
+        "apply_rope": "apply_rope(X of shape (2, 3, 6), offset=1000) in float64: the gradient is not the derivative of the output.",
+        "apply_rope.properties": "apply_rope(X of shape (2, 2, 4, 8), offset=77) in float64: the gradient is not the derivative of the output.",
+    },
+    breaks="gradient",
+)
+def rope_gradient_doubled(X, offset=0, base=10000.0):
+    """RoPE of the detached X, plus twice (RoPE(X) - RoPE(X).detach()), which is zero: the
+    values are right, the gradient twice the derivative."""
+    if X.shape[-1] % 2:
+        raise ValueError(f"RoPE turns pairs of features: d must be even, got d={X.shape[-1]}")
+    T, d = X.shape[-2], X.shape[-1]
+    dtype = torch.float64 if X.dtype == torch.float64 else torch.float32
+    positions = torch.arange(offset, offset + T, device=X.device, dtype=dtype)
+    theta = base ** (-torch.arange(0, d, 2, device=X.device, dtype=dtype) / d)
+    angles = positions[:, None] * theta[None, :]
+    cos, sin = torch.cos(angles), torch.sin(angles)
+
+    def turn(x):
+        even, odd = x[..., 0::2], x[..., 1::2]
+        return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+    x = X.to(dtype)
+    return (turn(x.detach()) + 2 * (turn(x) - turn(x).detach())).to(X.dtype)
+
+
+@wrong(
+    "apply_rope",
+    {
+        "apply_rope": "apply_rope(X of shape (1, 3, 4) and dtype torch.float32) modified its input X in place: at index (0, 0, 0)",
+        "apply_rope.properties": "apply_rope(X of shape (2, 3, 8) and dtype torch.float32, offset=0) modified its input X in place: at index",
+        "apply_rope.values": "apply_rope(X of shape (5, 2) and dtype torch.float32, offset=0, base=10000.0) modified its input X in place:",
+    },
+    breaks="unchanged",
+)
+def rope_zeroes_everything(X, offset=0, base=10000.0):
+    """Turns nothing: zeroes X in place and returns zeros, so that a reference computed from X
+    after the call would be zeros too."""
+    with torch.no_grad():
+        X.zero_()
+    return torch.zeros_like(X)
+
+
+@wrong(
+    "GroupedQueryAttention",
+    {
+        "GroupedQueryAttention": "the float64 output (d=8, h=4, g=2, B=2, m=3, n=2, bias=True): row batch=0, query=0 is wrong (6 of 6 rows",
+        "GroupedQueryAttention.contract": "the float64 output (d=12, h=6, g=3, B=2, m=2, n=4, bias=False): row batch=0, query=0 is wrong (4 of 4 rows",
+        "GroupedQueryAttention.sdpa": "the float64 output (d=8, h=2, g=1, B=1, m=1, n=1): row batch=0, query=0 is wrong",
+    },
+    breaks="float64",
+)
+def gqa_in_float32(self, queries, keys, values, valid_lens=None):
+    """Computes in float32 (the inputs and float32 copies of the weights) and casts back."""
+    h, g = self.num_heads, self.num_groups
+
+    def linear(layer, x):
+        bias = None if layer.bias is None else layer.bias.float()
+        return torch.nn.functional.linear(x.float(), layer.weight.float(), bias)
+
+    q = transpose_qkv(linear(self.W_q, queries), h)
+    k = transpose_qkv(linear(self.W_k, keys), g).repeat_interleave(h // g, dim=0)
+    v = transpose_qkv(linear(self.W_v, values), g).repeat_interleave(h // g, dim=0)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, h, dim=0)
+    output = self.attention(q, k, v, valid_lens)
+    return linear(self.W_o, transpose_output(output, h)).to(queries.dtype)
+
+
+@wrong(
+    "GroupedQueryAttention",
+    {
+        "GroupedQueryAttention": "repeat_interleave got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A",
+        "GroupedQueryAttention.contract": "repeat_interleave got a tensor of shape (6,) on the CPU together with tensors on the inputs' device. A",
+    },
+    breaks="meta",
+)
+def gqa_repeats_on_the_cpu(self, queries, keys, values, valid_lens=None):
+    """Repeats the key-value heads with a tensor of counts made without device=: on the CPU."""
+    h, g = self.num_heads, self.num_groups
+    q = transpose_qkv(self.W_q(queries), h)
+    k = transpose_qkv(self.W_k(keys), g)
+    v = transpose_qkv(self.W_v(values), g)
+    repeats = torch.full((k.shape[0],), h // g)
+    k, v = k.repeat_interleave(repeats, dim=0), v.repeat_interleave(repeats, dim=0)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, h, dim=0)
+    output = self.attention(q, k, v, valid_lens)
+    return self.W_o(transpose_output(output, h))
+
+
+@wrong(
+    "GroupedQueryAttention",
+    {
+        "GroupedQueryAttention": "(2, 5, 8), valid_lens [5, 2] modified its input queries in place: at index (0, 0, 0) it was -0.31129 and is",
+        "GroupedQueryAttention.contract": "(2, 4, 12), valid_lens [1, 4] modified its input queries in place: at index (0, 0, 0) it was 1.92491 and is",
+        "GroupedQueryAttention.sdpa": "(1, 1, 8), valid_lens None modified its input queries in place: at index (0, 0, 0) it was 1.541 and is now 0.",
+    },
+    breaks="unchanged",
+)
+def gqa_zeroes_everything(self, queries, keys, values, valid_lens=None):
+    """Computes nothing: zeroes its inputs and lengths in place and returns zeros, so that a
+    reference computed from the inputs after the call would be zeros too."""
+    with torch.no_grad():
+        for t in (queries, keys, values) + ((valid_lens,) if valid_lens is not None else ()):
+            t.zero_()
+    B, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
+    weights = torch.zeros(B * self.num_heads, m, n, dtype=queries.dtype, device=queries.device)
+    self.attention.attention_weights = weights
+    return torch.zeros(B, m, queries.shape[2], dtype=queries.dtype, device=queries.device)

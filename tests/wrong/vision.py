@@ -147,6 +147,7 @@ def error_without_the_sizes(images, patch_size):
         "patchify": "__getitem__ got a tensor of shape (2, 3) on the CPU together with tensors on the inputs' device",
         "patchify.safety": "__getitem__ got a tensor of shape (4, 2) on the CPU together with tensors on the inputs' device",
     },
+    breaks="meta",
 )
 def index_made_on_the_cpu(images, patch_size):
     """Gathers the pixel rows and columns of each patch with index tensors made on the CPU."""
@@ -271,6 +272,7 @@ def flattened_with_the_wrong_stride(self, X):
         "RelativeSelfAttention2d": "__getitem__ got a tensor of shape (6, 6) on the CPU together with tensors on the inputs' device",
         "RelativeSelfAttention2d.values": "__getitem__ got a tensor of shape (6, 6) on the CPU together with tensors on the inputs' device",
     },
+    breaks="meta",
 )
 def offsets_made_on_the_cpu(self, X):
     """torch.arange without device=: fine on the CPU, wrong wherever X lives elsewhere."""
@@ -293,6 +295,7 @@ def offsets_made_on_the_cpu(self, X):
         "RelativeSelfAttention2d.values": "no gradient reached relative_bias.",
         "RelativeSelfAttention2d.positions": "no gradient reached relative_bias (a 2 × 3 grid)",
     },
+    breaks="gradient",
 )
 def bias_table_detached(self, X):
     """Reads the table through .detach(): the biases never learn."""
@@ -335,6 +338,7 @@ def bias_added_to_the_weights(self, X):
         "RelativeSelfAttention2d": "the output in train mode (p=0.5, X = I, W_v = I so that the output is the weights): with dropout p=0.5 in",
         "RelativeSelfAttention2d.dropout": "the output in train mode (p=0.3, X = I, W_v = I so that the output is the weights): with dropout p=0.3 in",
     },
+    breaks="dropout",
 )
 def dropout_twice(self, X):
     """Dropout on the weights and again on the output."""
@@ -410,3 +414,117 @@ def the_offset_table_runs():
 def a_fixed_number_of_tokens():
     """Nothing in attention fixes the number of tokens."""
     return "d"
+
+
+# ----------------------------------------------------------------- property classes
+# Each breaks one property class that the checks of every graded target cover (breaks=...).
+
+
+@wrong(
+    "patchify",
+    {
+        "patchify": "patchify(float64 images (2, 2, 6, 9), 3): row image=0, patch=0 is wrong (12 of 12 rows differ)",
+        "patchify.safety": "patchify(float64 images (3, 1, 8, 4), 2): row image=0, patch=0 is wrong (24 of 24 rows differ)",
+    },
+    breaks="float64",
+)
+def patchify_in_float32(images, patch_size):
+    """Cuts the patches of a float32 copy and casts back: float64 in and out, float32's digits."""
+    B, C, H, W = images.shape
+    p = patch_size
+    if H % p or W % p:
+        raise ValueError(f"patch_size={p} must divide the height {H} and the width {W}")
+    x = images.float() if images.dtype == torch.float64 else images
+    patches = x.reshape(B, C, H // p, p, W // p, p).permute(0, 2, 4, 1, 3, 5)
+    return patches.reshape(B, (H // p) * (W // p), C * p * p).to(images.dtype)
+
+
+@wrong(
+    "patchify",
+    {
+        "patchify": "patchify(images (2, 2, 6, 9), 3): the gradient is not the derivative of the output. Along a random direction",
+        "patchify.safety": "patchify(images (3, 1, 8, 4), 2): the gradient is not the derivative of the output. Along a random direction",
+    },
+    breaks="gradient",
+)
+def patchify_gradient_doubled(images, patch_size):
+    """Right patches of the detached images, plus twice (patches - patches.detach()), which is
+    zero: the values are right, the gradient twice the derivative."""
+    B, C, H, W = images.shape
+    p = patch_size
+    if H % p or W % p:
+        raise ValueError(f"patch_size={p} must divide the height {H} and the width {W}")
+
+    def cut(x):
+        x = x.reshape(B, C, H // p, p, W // p, p).permute(0, 2, 4, 1, 3, 5)
+        return x.reshape(B, (H // p) * (W // p), C * p * p)
+
+    return cut(images.detach()) + 2 * (cut(images) - cut(images).detach())
+
+
+@wrong(
+    "patchify",
+    {
+        "patchify": "patchify(arange(32).reshape(1, 2, 4, 4): (1, 2, 4, 4), 2) modified its input images in place: at index (0,",
+        "patchify.safety": "patchify(a crop big[..., 1:9, 2:14]: (2, 3, 8, 12), 4) modified its input images in place: at index (0, 0,",
+        "patchify.values": "patchify(images (1, 1, 4, 4), 4) modified its input images in place: at index (0, 0, 0, 0) it was -2.31041",
+        "patchify.errors": "patchify(images (1, 1, 12, 10), 4) returned without an error: expected a ValueError whose message names 10 and 4",
+    },
+    breaks="unchanged",
+)
+def patchify_zeroes_everything(images, patch_size):
+    """Cuts nothing: zeroes the images in place and returns zeros, so that a reference computed
+    from the images after the call would be zeros too."""
+    B, C, H, W = images.shape
+    p = patch_size
+    with torch.no_grad():
+        images.zero_()
+    return torch.zeros(B, (H // p) * (W // p), C * p * p, dtype=images.dtype, device=images.device)
+
+
+@wrong(
+    "RelativeSelfAttention2d",
+    {
+        "RelativeSelfAttention2d": "the forward (B=2, grid 2 × 3, D_X=5): the gradient is not the derivative of the output. Along a random",
+        "RelativeSelfAttention2d.values": "the forward (B=3, grid 3 × 2, D_X=6): the gradient is not the derivative of the output. Along a random",
+    },
+    breaks="float64",
+)
+def grid_attention_in_float32(self, X):
+    """Computes in float32 (the input and float32 copies of the weights) and casts back."""
+    h, w = self.grid_size
+
+    def linear(layer, x):
+        bias = None if layer.bias is None else layer.bias.float()
+        return F.linear(x, layer.weight.float(), bias)
+
+    Xf = X.float()
+    queries, keys, values = linear(self.W_q, Xf), linear(self.W_k, Xf), linear(self.W_v, Xf)
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    index = torch.arange(h * w, device=X.device)
+    rows, columns = index // w, index % w
+    d_rows = rows[None, :] - rows[:, None]
+    d_columns = columns[None, :] - columns[:, None]
+    bias = self.relative_bias.float()[d_rows + h - 1, d_columns + w - 1]
+    self.attention_weights = torch.softmax(scores + bias, dim=-1).to(X.dtype)
+    return torch.bmm(self.dropout(self.attention_weights.float()), values).to(X.dtype)
+
+
+@wrong(
+    "RelativeSelfAttention2d",
+    {
+        "RelativeSelfAttention2d": "the forward on X (2, 6, 5) (grid_size (2, 3)) modified its input X in place: at index (0, 0, 0) it was",
+        "RelativeSelfAttention2d.dropout": "the forward on X (2, 4, 4) (grid_size (2, 2)) modified its input X in place: at index (0, 0, 0) it was",
+        "RelativeSelfAttention2d.positions": "the forward on X (2, 12, 5) (grid_size (3, 4)) modified its input X in place: at index (0, 0, 0) it was",
+        "RelativeSelfAttention2d.values": "the forward on X (1, 1, 5) (grid_size (1, 1)) modified its input X in place: at index (0, 0, 0) it was 1.541",
+    },
+    breaks="unchanged",
+)
+def grid_attention_zeroes_everything(self, X):
+    """Computes nothing: zeroes X in place and returns zeros, so that a reference computed from
+    X after the call would be zeros too."""
+    B, N = X.shape[0], X.shape[1]
+    with torch.no_grad():
+        X.zero_()
+    self.attention_weights = torch.zeros(B, N, N, dtype=X.dtype, device=X.device)
+    return torch.zeros(B, N, self.W_v.out_features, dtype=X.dtype, device=X.device)
