@@ -18,7 +18,10 @@ For an exercise that is a class (an attention module), the wrong answer is a
 
 For the nbgrader end-to-end test, the *body* of each wrong function replaces
 the solution region of the exercise cell, which is exactly what a student
-edits; so a body may use only names the notebook defines before it runs.
+edits; so a body may use only names the notebook defines before it runs. That
+test packs the answers: one notebook holds a wrong (or unusual) answer to every
+exercise of the chapter at once, so an answer must not disturb the others'
+cells; one that does on purpose is declared ``@wrong(..., alone=True)``.
 
 An answer to a "Check your understanding" question (target ``quiz_<chapter>_<n>``,
 the grade_id of its answer cell) is a function without arguments that returns the
@@ -43,6 +46,9 @@ class Wrong:
     fn: Callable
     target: str
     failures: tuple[tuple[str, str], ...]  # (group, fragment of its message), in order
+    # Graded in a notebook of its own by the end-to-end test, not packed with the answers to
+    # the chapter's other exercises (for an answer that disturbs them on purpose).
+    alone: bool = False
 
     @property
     def name(self) -> str:
@@ -147,13 +153,18 @@ def reference(target: str):
 REGISTRY: list[Wrong] = []
 
 
-def wrong(target: str, failures: Mapping[str, str]) -> Callable:
+def wrong(target: str, failures: Mapping[str, str], *, alone: bool = False) -> Callable:
     """Register the decorated function as a wrong answer to ``target``.
 
     Args:
         target: the exercise it answers, the function or class name in the notebook.
         failures: each check group that must fail, mapped to a fragment of the
             message (``str(CheckError)`` with ``verbose=False``) it must fail with.
+        alone: grade it end to end in a notebook of its own, where every other exercise
+            keeps the reference, instead of packed with wrong and unusual answers to the
+            chapter's other exercises (``tests/test_autograde.py``). For an answer that
+            disturbs the rest of the notebook on purpose: it kills the kernel, or rebinds
+            a name that other exercises use.
     """
     if not isinstance(failures, Mapping) or not failures:
         raise TypeError(f"failures must be a non-empty dict group -> message, got {failures!r}")
@@ -162,7 +173,7 @@ def wrong(target: str, failures: Mapping[str, str]) -> Callable:
             raise TypeError(f"failures must map group names to message fragments, got {failures!r}")
 
     def register(fn: Callable) -> Callable:
-        REGISTRY.append(Wrong(fn, target, tuple(failures.items())))
+        REGISTRY.append(Wrong(fn, target, tuple(failures.items()), alone))
         return fn
 
     return register
