@@ -1,5 +1,6 @@
 # Attention, Step by Step: the one entry point.
 #   make check    the quick loop while you work (under 2 minutes)
+#   make lock     regenerate the hashed locks after editing the dependencies in pyproject.toml
 #   make test     the whole suite, as CI runs it (installs everything, the browser included)
 #   make book     build the book into _build/html (EDITION=student: the edition without solutions)
 #   make release  student notebooks for every chapter (nbgrader), in _course/release
@@ -18,16 +19,37 @@ JB_FLAGS := -W --keep-going
 export PYTHONPATH := $(CURDIR)
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: help install system book book-test test test-slow test-notebooks check unit smoke nbval launch-test lint format export check-export outputs release bench-grading bench-attention clean
+.PHONY: help install lock system book book-test test test-slow test-notebooks check unit smoke nbval launch-test lint format export check-export outputs release bench-grading bench-attention clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 # ---------------------------------------------------------------- installing
-$(VENV)/.installed: requirements.lock pyproject.toml
+# PyTorch's CPU wheels (PyPI's torch for Linux carries CUDA, GBs). Written here only: `make lock`
+# puts it at the top of both locks, and every install reads it from there.
+TORCH_INDEX := https://download.pytorch.org/whl/cpu
+# Every download has a timeout and one retry: an index that cannot be reached (a closed
+# network's CPU index) costs a failed lookup per package, never minutes of waiting.
+PIP_NET := --timeout 30 --retries 1
+
+$(VENV)/.installed: requirements.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes $(PIP_NET) \
+	  -r requirements.lock
 	@touch $@
+
+# The hashed locks, resolved by pip-tools from the extras of pyproject.toml (its [tool.pip-tools]
+# holds the options) for CPython 3.11 on Linux x86_64. A version already locked is kept; to move
+# one: `make lock LOCK_ARGS="--upgrade-package numpy"` (or `--upgrade` for all). The Gradescope
+# lock is constrained by the first, so both hold the same versions. PIP_EXTRA_INDEX_URL replaces
+# a machine's own index mirrors (pip's config) for the run: the locks name only the CPU index.
+LOCK_ARGS ?=
+LOCK := CUSTOM_COMPILE_COMMAND="make lock" PIP_EXTRA_INDEX_URL="$(TORCH_INDEX)" \
+	$(BIN)/pip-compile --quiet --pip-args "$(PIP_NET)" $(LOCK_ARGS)
+lock: $(VENV)/.installed  ## regenerate requirements.lock and requirements-grader.lock from pyproject.toml
+	$(LOCK) --extra grader --extra dev --output-file requirements.lock pyproject.toml
+	$(LOCK) --extra grader --constraint requirements.lock --output-file requirements-grader.lock \
+	  pyproject.toml
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -39,7 +61,7 @@ _vendor/mathjax/tex-chtml.js: node_modules/.installed
 	cp -r node_modules/mathjax/es5 _vendor/mathjax
 	@touch $@
 
-install: $(VENV)/.installed _vendor/mathjax/tex-chtml.js  ## create .venv from requirements.lock, MathJax from package-lock.json
+install: $(VENV)/.installed _vendor/mathjax/tex-chtml.js  ## create .venv from requirements.lock (hashed), MathJax from package-lock.json
 
 # Debian packages the full suite needs: chromium (browser tests of the book), postgresql
 # (sharded PostgreSQL gradebooks), bubblewrap (sandboxing). Installed with apt-get when
@@ -79,9 +101,10 @@ book-test: install system  ## browser tests (Chromium) of the built book and the
 	$(BIN)/pytest -m book tests/test_book.py
 
 # ---------------------------------------------------------------- checks
-lint: install  ## ruff: lint and formatting, code and notebooks
+lint: install  ## ruff (lint and formatting, code and notebooks) and vulture (dead code)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/vulture
 
 format: install  ## apply ruff's formatting
 	$(BIN)/ruff check --fix .
@@ -102,8 +125,9 @@ unit: install  ## pytest: every test that needs neither an nbgrader run nor a bo
 smoke: install  ## one small grading run: reference, blank, wrong and tampering notebooks
 	$(BIN)/pytest -m smoke
 
-check: install  ## the quick loop while you work: ruff, drift, unit tests, one smoke grading
-	$(MAKE) --no-print-directory lint check-export
+# The drift check of solutions/ is one of the tests (tests/test_tooling.py), so it runs once.
+check: install  ## the quick loop while you work: ruff, vulture, unit tests (drift included), one smoke grading
+	$(MAKE) --no-print-directory lint
 	$(BIN)/pytest -m "not slow"
 
 nbval: install  ## nbval: the chapter notebooks run and reproduce their committed outputs

@@ -50,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         help="wall-clock backstop, as a multiple of the CPU limits (default 10)",
     )
     p.add_argument("--memory", type=int, default=4096, help="MiB per notebook (default 4096)")
+    p.add_argument(
+        "--grader-cpu",
+        type=int,
+        help="CPU seconds the grader itself may spend on one notebook's answers (default 120)",
+    )
     p.add_argument("--shard", help="grade only shard i of n, as i/n (several machines, one --db)")
     p.add_argument("--force", action="store_true", help="regrade what is already graded")
     p.add_argument(
@@ -122,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             notebook_timeout=args.notebook_timeout,
             wall_factor=args.wall_factor,
             memory_mb=args.memory,
+            grader_cpu=args.grader_cpu,
             force=args.force,
             shard=args.shard,
             problems=args.problems,

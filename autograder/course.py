@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import launch
+from autograder import launch, questions
 from autograder import notebooks as nbs
 
 COURSE_ID = "attention-step-by-step"
@@ -243,13 +243,17 @@ class Course:
             shutil.rmtree(src)
         src.mkdir(parents=True)
         nb = nbs.read(notebook)
+        # A cell that would show a prediction's answer is the reader edition's, never a
+        # student's (autograder.questions).
+        nb.cells = [c for c in nb.cells if not questions.reveals(c)]
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.source = nbs.strip_lines(cell.source, lambda s: bool(nbs.SAVE_LINE.match(s)))
         # The setup cell: a no-op in the released folder (and under the grader), which has
         # checks/ and solutions/ beside the notebook; it installs the course where the notebook
-        # is opened alone (uploaded to Colab, say).
-        nb.cells = launch.with_setup(nb.cells)
+        # is opened alone (uploaded to Colab, say). It marks the notebook as graded: the
+        # questions' self-checks say only "recorded", even where the course is installed.
+        nb.cells = launch.with_setup(nb.cells, graded=True)
         launch.with_plain_figures(nb, src)  # Jupyter renders Markdown images, not MyST figures
         nbformat.write(nb, src / notebook.name)
         shutil.copytree(nbs.ROOT / "checks", src / "checks", ignore=IGNORE)
@@ -258,7 +262,11 @@ class Course:
         return src
 
     def _stage_solutions(self, chapter: str, dest: Path) -> None:
-        """Copy the generated modules of the chapters before ``chapter``."""
+        """Copy the generated modules of the chapters before ``chapter``.
+
+        Never ``solutions/answers.py``, the questions' keys for self-study: it is in no
+        chapter's ``SOURCES``, and :meth:`_verify_release` refuses a release that holds it.
+        """
         from solutions import SOURCES
 
         order = nbs.chapter_names()
@@ -293,6 +301,9 @@ class Course:
         for marker in (*nbs.SOLUTION_MARKERS, *nbs.HIDDEN_MARKERS, "run_hidden"):
             if marker in text:
                 raise GradingError(f"{path} still contains {marker!r}")
+        keys = path.parent / "solutions" / f"{questions.ANSWERS_MODULE}.py"
+        if keys.exists() or questions.REVEALS_TAG in text:
+            raise GradingError(f"{path.parent} holds the questions' keys or a revealing cell")
 
     # ------------------------------------------------------------ grading
     @functools.cache  # noqa: B019  (a Course lives for one command)
@@ -317,6 +328,7 @@ class Course:
         notebook_timeout: int = 600,
         wall_factor: int | None = None,
         memory_mb: int = 4096,
+        grader_cpu: int | None = None,
         force: bool = False,
         shard: str | None = None,
         problems: Path | None = None,
@@ -364,6 +376,7 @@ class Course:
             notebook_timeout=notebook_timeout,
             wall_factor=wall_factor or grading.Settings.wall_factor,
             memory_mb=memory_mb,
+            grader_cpu_seconds=grader_cpu or grading.Settings.grader_cpu_seconds,
             force=force,
             shard=grading.parse_shard(shard),
             sandbox=sandbox,

@@ -14,6 +14,10 @@ a copy of the book in which, for every notebook:
 - hidden tests are removed; visible self-checks stay and run;
 - ``#@save`` lines and nbgrader metadata are dropped.
 
+In both editions a question's answer cell becomes its stub the same way, and a cell that
+reveals a prediction's answer (tag ``reveals-answer``, :mod:`autograder.questions`) stays
+only in the reader edition, folded, as the answer's demonstration.
+
 *Student edition* (``make book EDITION=student``), for courses that grade: no
 solution text at all.
 
@@ -23,14 +27,23 @@ solution text at all.
   so that later cells still run and show their outputs. An answer that is not
   saved to ``solutions/`` (a one-line value) runs in that hidden cell as it is;
 - a manually graded answer becomes the prompt alone;
+- a question's test cell shows no output (the question is not answered yet), no
+  reveals-answer cell is left, and a cell tagged ``answer-in-output`` shows no output;
 - the hidden cells carry ``metadata.edition = "student-reference"`` and the
   Sphinx extension below drops them from the downloadable notebooks;
 - launch and edit buttons (which point at the repository's source notebooks)
   are turned off.
 
+*Workbooks.* Every notebook a student opens outside a graded release is a workbook
+(:func:`workbook`): the downloads of both editions and the launchable notebooks of
+:mod:`autograder.launch`. Each exercise's stub is followed by its self-check, which tests
+the student's code: no cell defines, imports or loads a graded answer, and the reference
+is one explicit step away (a commented import under the stub). Model answers are folded
+(``<details>``), reveals-answer cells and outputs are left out.
+
 This module is also a small Sphinx extension (``sphinx: extra_extensions`` in
-``_config.yml``): for every notebook page it writes a MyST Markdown copy next
-to the downloadable ``.ipynb`` in ``_sources/`` and adds a ".md" download
+``_config.yml``): for every notebook page it writes the workbook as the downloadable
+``.ipynb`` and as a MyST Markdown copy next to it in ``_sources/``, and adds a ".md" download
 button, which Jupyter Book 1 offers only for pages written in Markdown. It
 also keeps the pages free of console errors: it drops sphinx-thebe's scripts
 (Thebe is off, and its inline config is emitted twice), and gives them an
@@ -58,13 +71,19 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from autograder import launch
+from autograder import launch, questions
 from autograder import notebooks as nbs
 
 COPIED = ["_config.yml", "_toc.yml", "references.bib"]
 STATIC = ["_static", "_vendor", "benchmarks/results"]  # results: recorded GPU figures
 EDITIONS = ("reader", "student")
 INTERNAL = "student-reference"  # metadata.edition of the student edition's hidden cells
+# metadata.edition of the cells that only the book's pages show (workbooks leave them out)
+REFERENCE = "reference"  # the reader edition's solution, behind "Show solution"
+NOTE = "outputs-note"  # the note after a stub that the outputs below it are the reference's
+STUB = "stub"  # metadata.edition of a stub; metadata.reference: the import of its reference
+MODEL_ANSWER = "model-answer"  # the reader edition's written answer with its model answer
+REVEALED_PROMPTS = {"code_prompt_show": "Show the result", "code_prompt_hide": "Hide the result"}
 KEEP = ("mystnb", "tags")  # code-cell metadata kept in the .md download
 # Shown after every stub: the outputs that follow it (the self-check's ✓ included) are the
 # reference solution's, not the stub's, which raises NotImplementedError.
@@ -112,14 +131,23 @@ def defined_names(source: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def reference_import(original) -> str | None:
+    """``from solutions.<module> import <names>``: the reference of a ``#@save`` answer cell."""
+    module = nbs.saved_module(original)
+    if module is None:
+        return None
+    if questions.is_question(original):
+        module = questions.ANSWERS_MODULE
+    names = ", ".join(sorted(defined_names(nbs.without_markers(original.source)), key=str.lower))
+    return f"from solutions.{module} import {names}"
+
+
 def reference_source(original) -> str:
     """What the student edition runs, unseen, in place of a solution cell."""
-    module = nbs.saved_module(original)
-    solution = nbs.without_markers(original.source)
-    if module is None:
-        return solution  # not in solutions/: run it as it is (removed from every output)
-    names = ", ".join(sorted(defined_names(solution), key=str.lower))
-    return f"from solutions.{module} import {names}  # the reference, in place of the stub above"
+    line = reference_import(original)
+    if line is None:
+        return nbs.without_markers(original.source)  # not in solutions/: run it as it is
+    return f"{line}  # the reference, in place of the stub above"
 
 
 def _stub_cell(original, cell):
@@ -127,16 +155,33 @@ def _stub_cell(original, cell):
     stub.source, stub.outputs, stub.execution_count = stub_source(original.source), [], None
     if "id" in stub:
         stub.id = f"{original.id}-stub"
+    stub.metadata["edition"] = STUB
+    reference = None if questions.is_question(original) else reference_import(original)
+    if reference:
+        stub.metadata["reference"] = reference
     return _tagged(stub, "skip-execution")
 
 
 def _outputs_note(original, edition):
     note = nbformat.v4.new_markdown_cell(OUTPUTS_NOTE[edition])
+    note.metadata["edition"] = NOTE
     if "id" in original:
         note.id = f"{original.id}-note"
     else:
         note.pop("id", None)
     return note
+
+
+def _revealed(cell):
+    """A reveals-answer cell as the reader edition shows it: after the answer, its output folded."""
+    if cell.cell_type == "code":
+        tags = set(cell.metadata.get("tags", []))
+        if not tags & {"hide-output", "hide-cell", "remove-output", "remove-cell"}:
+            _tagged(cell, "hide-output")
+        mystnb = cell.metadata.setdefault("mystnb", {})
+        for key, value in REVEALED_PROMPTS.items():
+            mystnb.setdefault(key, value)
+    return cell
 
 
 def edition_cells(nb: nbformat.NotebookNode, edition: str = "reader") -> list:
@@ -147,7 +192,10 @@ def edition_cells(nb: nbformat.NotebookNode, edition: str = "reader") -> list:
     for original in nb.cells:
         cell = copy.deepcopy(original)
         cell.metadata.pop("nbgrader", None)
-        if original.cell_type == "code" and nbs.is_solution(original):
+        if questions.reveals(original):
+            if not student:
+                cells.append(_revealed(cell))
+        elif original.cell_type == "code" and nbs.is_solution(original):
             stub = _stub_cell(original, cell)
             note = _outputs_note(original, edition)
             if student:
@@ -157,31 +205,53 @@ def edition_cells(nb: nbformat.NotebookNode, edition: str = "reader") -> list:
                     hidden.id = original.id
                 else:
                     hidden.pop("id", None)
-                cells += [stub, note, hidden]
+                # A question shows no output here (not answered yet): no note about outputs.
+                cells += [stub, hidden] if questions.is_question(original) else [stub, note, hidden]
             else:
                 cell.source = nbs.without_markers(original.source)
+                cell.metadata["edition"] = REFERENCE
                 cells += [stub, note, _tagged(cell, "hide-input")]
         elif original.cell_type == "markdown" and nbs.is_solution(original):
             if student:
-                cell.source = "**Your answer:** write it in your copy of the notebook."
+                cell.source = YOUR_ANSWER["student"]
             else:
                 cell.source = (
-                    "**Your answer:** write it in your copy of the notebook, then compare.\n\n"
-                    "```{admonition} A model answer\n:class: dropdown\n\n"
+                    f"{YOUR_ANSWER['reader']}\n\n"
+                    f"```{{admonition}} {MODEL_ANSWER_TITLE}\n:class: dropdown\n\n"
                     f"{original.source.strip()}\n```"
                 )
+                cell.metadata["edition"] = MODEL_ANSWER
             cells.append(cell)
         elif original.cell_type == "code" and nbs.is_test(original):
             visible = nbs.without_hidden_tests(original.source)
             if any(_is_code(line) for line in visible.splitlines()):
                 cell.source = visible
+                if student and _runs_a_question(visible):  # unanswered here: nothing to show
+                    cell.outputs, cell.execution_count = [], None
                 cells.append(cell)
         elif original.cell_type == "code":
             cell.source = nbs.strip_lines(original.source, lambda s: bool(nbs.SAVE_LINE.match(s)))
+            tags = cell.metadata.get("tags", [])
+            if student and questions.ANSWER_IN_OUTPUT_TAG in tags:  # the reference's output
+                cell.outputs, cell.execution_count = [], None
             cells.append(cell)
         else:
             cells.append(cell)
     return cells
+
+
+YOUR_ANSWER = {
+    "reader": "**Your answer:** write it in your copy of the notebook, then compare.",
+    "student": "**Your answer:** write it in your copy of the notebook.",
+}
+MODEL_ANSWER_TITLE = "A model answer"
+
+
+def _runs_a_question(source: str) -> bool:
+    from checks._quiz import is_question
+
+    groups = re.findall(r'checks\.run\(\s*["\']([\w.]+)["\']', source)
+    return any(is_question(group) for group in groups)
 
 
 def reader_cells(nb: nbformat.NotebookNode) -> list:
@@ -245,18 +315,87 @@ def stage_book(dest: Path, root: Path = nbs.ROOT, edition: str = "reader") -> No
             # runs anywhere; its tag remove-cell keeps it off the pages.
             nb.cells = launch.with_setup(edition_cells(nb, edition), root)
             _write_if_changed(target, nbformat.writes(nb).encode())
+        elif path.suffix == ".md" and is_myst_notebook(path.read_text()):
+            # A page written as a MyST notebook (the introduction) gets the setup cell too.
+            _write_if_changed(target, with_setup_cell(path.read_text(), root).encode())
         else:
             _write_if_changed(target, path.read_bytes())
+
+
+def is_myst_notebook(text: str) -> bool:
+    """Is ``text`` a MyST Markdown notebook (front matter with a kernelspec)?"""
+    if not text.startswith("---\n"):
+        return False
+    front = text.split("\n---\n", 1)[0]
+    return "kernelspec:" in front
+
+
+def with_setup_cell(text: str, root: Path = nbs.ROOT) -> str:
+    """A MyST notebook with the setup cell as its first code cell, after its title."""
+    cell = launch.setup_cell(root)
+    tags = json.dumps(cell.metadata["tags"])
+    block = f"```{{code-cell}} ipython3\n:tags: {tags}\n\n{cell.source}\n```\n"
+    lines = text.splitlines(keepends=True)
+    end = lines.index("---\n", 1) + 1  # the front matter's closing line
+    at = next((i + 1 for i in range(end, len(lines)) if lines[i].startswith("# ")), end)
+    return "".join([*lines[:at], "\n", block, *lines[at:]])
 
 
 # ---------------------------------------------------------------- downloads (Sphinx extension)
 
 
-def downloadable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The notebook a reader downloads: without the student edition's hidden cells."""
+PAGE_ONLY = (INTERNAL, REFERENCE, NOTE)  # metadata.edition of cells no workbook holds
+REFERENCE_STEP = (
+    "# To go on with the course's reference instead of your own, remove the # below:\n# {line}"
+)
+_ADMONITION = re.compile(
+    r"```\{admonition\} "
+    + re.escape(MODEL_ANSWER_TITLE)
+    + r"\n:class: dropdown\n\n(?P<body>.*)\n```$",
+    re.DOTALL,
+)
+
+
+def workbook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A staged chapter (either edition) as a student runs it: see the module docstring.
+
+    Stubs, then self-checks that test the student's code; the reference one explicit step
+    away, under each stub; no reference solution, revealing cell, note about outputs or
+    output; a model answer folded in ``<details>``, which Jupyter and Colab show closed.
+    """
     nb = copy.deepcopy(nb)
-    nb.cells = [c for c in nb.cells if c.metadata.get("edition") != INTERNAL]
+    cells = []
+    for cell in nb.cells:
+        edition = cell.metadata.get("edition")
+        if edition in PAGE_ONLY or questions.reveals(cell):
+            continue
+        if edition == STUB:
+            reference = cell.metadata.pop("reference", None)
+            if reference:
+                cell.source = f"{cell.source}\n\n\n{REFERENCE_STEP.format(line=reference)}"
+            tags = [t for t in cell.metadata.get("tags", []) if t != "skip-execution"]
+            cell.metadata["tags"] = tags
+            if not tags:
+                del cell.metadata["tags"]
+        if edition == MODEL_ANSWER:
+            match = _ADMONITION.search(cell.source)
+            if match:
+                cell.source = (
+                    cell.source[: match.start()]
+                    + f"<details><summary>{MODEL_ANSWER_TITLE} (open it once you have written "
+                    f"yours)</summary>\n\n{match['body']}\n\n</details>"
+                )
+        cell.metadata.pop("edition", None)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        cells.append(cell)
+    nb.cells = cells
     return nb
+
+
+def downloadable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook a reader downloads from a page of either edition: its workbook."""
+    return workbook(nb)
 
 
 def to_myst(nb: nbformat.NotebookNode) -> str:
@@ -296,10 +435,20 @@ def to_myst(nb: nbformat.NotebookNode) -> str:
 
 
 def _notebook_docs(app):
+    """Every page that is a notebook: a chapter (.ipynb) or a MyST notebook (.md)."""
     for docname in sorted(app.env.found_docs):
         path = Path(app.env.doc2path(docname))
-        if path.suffix == ".ipynb":
+        if path.suffix == ".ipynb" or (path.suffix == ".md" and is_myst_notebook(path.read_text())):
             yield docname, path
+
+
+def read_page(path: Path) -> nbformat.NotebookNode:
+    """A notebook page as a notebook, whether written as .ipynb or as a MyST notebook."""
+    if path.suffix == ".ipynb":
+        return nbs.read(path)
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    return read_myst_markdown_notebook(path.read_text())
 
 
 def _is_thebe(script) -> bool:
@@ -315,9 +464,9 @@ def _page_context(app, pagename, templatename, context, doctree):
         context["script_files"] = [s for s in context["script_files"] if not _is_thebe(s)]
     # The book has no icon: say so, or every browser asks the server for /favicon.ico (a 404).
     context["metatags"] = context.get("metatags", "") + '\n<link rel="icon" href="data:,">'
+    _retarget_launch_buttons(app, pagename, context)
     if not str(context.get("sourcename", "")).endswith(".ipynb"):
         return
-    _retarget_launch_buttons(app, pagename, context)
     for group in context.get("header_buttons", []):
         if group.get("label") == "download-buttons":
             url = f"{context['pathto']('_sources', 1)}/{pagename}.md"
@@ -353,7 +502,7 @@ def _write_downloads(app, exception):
         return
     sources = Path(app.outdir) / "_sources"
     for docname, path in _notebook_docs(app):
-        nb = downloadable(nbs.read(path))
+        nb = downloadable(read_page(path))
         target = sources / f"{docname}.ipynb"
         _write_if_changed(target, nbformat.writes(nb).encode())
         _write_if_changed(target.with_suffix(".md"), to_myst(nb).encode())

@@ -1,7 +1,9 @@
 """Generate the ``solutions`` package from the ``#@save`` cells of the chapter notebooks.
 
 The notebooks are the one edited copy of every reference implementation (the
-d2l model). ``python -m autograder export`` writes ``solutions/<module>.py``;
+d2l model). ``python -m autograder export`` writes ``solutions/<module>.py``, and
+the answers to the questions (the ``quiz_X_Y`` answer cells, whatever module their
+``#@save`` names) to ``solutions/answers.py`` (:mod:`autograder.questions`);
 ``python -m autograder export --check`` fails, with a diff, when the committed
 package has drifted from the notebooks. See ``book/maintainers.md``.
 """
@@ -16,6 +18,7 @@ import sys
 from pathlib import Path
 
 from autograder import notebooks as nbs
+from autograder import questions
 
 HEADER = '''"""{title}
 
@@ -32,6 +35,9 @@ chapter notebooks. Do not edit; edit the notebooks.
 Modules, each with the chapter it comes from:
 
 {listing}
+
+``solutions.answers`` holds the answers to the questions of every chapter, for the
+self-checks of self-study; a released chapter folder never holds it.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order
@@ -82,7 +88,7 @@ def collect(root: Path = nbs.ROOT) -> dict[str, tuple[str, list[str]]]:
     for path in nbs.chapter_notebooks(root):
         for cell in nbs.read(path).cells:
             module = nbs.saved_module(cell)
-            if module is None:
+            if module is None or questions.is_question(cell):  # answers: render() writes them
                 continue
             chapter, cells = modules.setdefault(module, (path.stem, []))
             if chapter != path.stem:
@@ -108,6 +114,9 @@ def render(root: Path = nbs.ROOT) -> dict[Path, str]:
         text = HEADER.format(title=title, source=source, module=module)
         text += "\n" + "\n\n\n".join(cells) + "\n"
         files[root / "solutions" / f"{module}.py"] = ruff_format(text, f"solutions/{module}.py")
+    answers = questions.render_answers(questions.questions(root))
+    path = root / "solutions" / f"{questions.ANSWERS_MODULE}.py"
+    files[path] = ruff_format(answers, f"solutions/{path.name}")
     listing = "\n".join(f"- ``solutions.{m}``: {titles[m]}" for m in modules)
     sources = "\n".join(f'    "{m}": "{c}",' for m, (c, _) in modules.items())
     init = INIT.format(listing=listing, sources=sources)

@@ -2,9 +2,9 @@
 
 ``python -m autograder gradescope <chapter>`` writes ``<chapter>-gradescope.zip``:
 
-    setup.sh           a venv /autograder/venv from the complete lock (Gradescope runs it once)
+    setup.sh           a venv /autograder/venv from the grader's lock (Gradescope runs it once)
     run_autograder     grades /autograder/submission, writes /autograder/results/results.json
-    requirements.txt   requirements.lock, every pin
+    requirements.txt   requirements-grader.lock: what grading needs, pinned and hashed
     autograder/        this package: the same grading code as `python -m autograder grade`
     checks/            every check, hidden ones included (Gradescope never shows the source)
     course/            the chapter's nbgrader source folder and a gradebook template
@@ -40,21 +40,25 @@ SETUP = """\
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image; the bundle is
 # unpacked in /autograder/source. It installs the grader into a virtual environment,
-# /autograder/venv, from the complete requirements.lock of the book (PEP 668 forbids
-# installing into the system Python of Ubuntu 24.04 and Debian 12), with an existing
-# Python >= 3.11, installing Python 3.11 only when there is none (Ubuntu 22.04: 3.10).
+# /autograder/venv (PEP 668 forbids installing into the system Python of Ubuntu 24.04 and
+# Debian 12), from requirements.txt: the book's requirements-grader.lock, only what grading
+# needs (PyTorch's CPU build, nbgrader, what they import), every package pinned and hashed,
+# for CPython 3.11 on Linux x86_64. So it takes Python 3.11, and installs it where there is
+# none (Ubuntu 22.04 has 3.10, Ubuntu 24.04 has 3.12).
 set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 VENV="$ROOT/venv"
 export DEBIAN_FRONTEND=noninteractive
+# Every download has a timeout and retries, apt's as well as pip's.
+apt=(apt-get -o Acquire::Retries=3 -o Acquire::http::Timeout=60 -o Acquire::https::Timeout=60)
 
-usable() {  # a Python >= 3.11 that can make a virtual environment
-    "$1" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] < (3, 11))' \\
+usable() {  # a Python 3.11 that can make a virtual environment
+    "$1" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' \\
         >/dev/null 2>&1
 }
-find_python() {  # 3.11 first: requirements.lock is resolved for it
+find_python() {
     local name
-    for name in python3.11 python3.12 python3.13 python3.14 python3; do
+    for name in python3.11 python3; do
         if command -v "$name" >/dev/null && usable "$(command -v "$name")"; then
             command -v "$name"
             return 0
@@ -64,32 +68,29 @@ find_python() {  # 3.11 first: requirements.lock is resolved for it
 }
 
 if ! PYTHON="$(find_python)"; then
-    echo "setup.sh: no Python >= 3.11 with venv here; installing python3.11"
-    apt-get update
-    if ! apt-get install -y --no-install-recommends python3.11 python3.11-venv; then
-        apt-get install -y --no-install-recommends software-properties-common
+    echo "setup.sh: no Python 3.11 with venv here; installing python3.11"
+    "${apt[@]}" update
+    if ! "${apt[@]}" install -y --no-install-recommends python3.11 python3.11-venv; then
+        "${apt[@]}" install -y --no-install-recommends software-properties-common
         add-apt-repository -y ppa:deadsnakes/ppa
-        apt-get update
-        apt-get install -y --no-install-recommends python3.11 python3.11-venv
+        "${apt[@]}" update
+        "${apt[@]}" install -y --no-install-recommends python3.11 python3.11-venv
     fi
     PYTHON="$(find_python)"
 fi
 if ! command -v bwrap >/dev/null; then  # the kernels' sandbox; grading goes on without one
-    (apt-get update && apt-get install -y --no-install-recommends bubblewrap) ||
+    ("${apt[@]}" update && "${apt[@]}" install -y --no-install-recommends bubblewrap) ||
         echo "setup.sh: bubblewrap could not be installed; kernels will run unsandboxed"
 fi
 echo "setup.sh: $("$PYTHON" --version) at $PYTHON, into $VENV"
 
 # AUTOGRADER_VENV_OPTIONS: extra options of `python -m venv` (the project's tests pass
-# --system-site-packages to reuse an installed environment offline).
+# --system-site-packages --without-pip to reuse an installed environment offline).
 "$PYTHON" -m venv ${AUTOGRADER_VENV_OPTIONS:-} "$VENV"
-pip=("$VENV/bin/python" -m pip install --disable-pip-version-check --no-input)
-# torch from PyTorch's CPU index: PyPI's build of torch carries CUDA (GBs). An index set in
-# pip's environment (a mirror, or the tests' local copy) is used as it is.
-if [ -z "${PIP_INDEX_URL:-}${PIP_NO_INDEX:-}" ]; then
-    pip+=(--extra-index-url https://download.pytorch.org/whl/cpu)
-fi
-"${pip[@]}" -r "$ROOT/source/requirements.txt"
+# The lock names PyTorch's CPU index itself (PyPI's torch carries CUDA, GBs). Every download
+# has a timeout and retries: an index that does not answer fails the build, never hangs it.
+"$VENV/bin/python" -m pip install --disable-pip-version-check --no-input --require-hashes \
+    --timeout 60 --retries 3 -r "$ROOT/source/requirements.txt"
 "$VENV/bin/python" -c "import nbgrader, torch; print('setup.sh: ready, torch', torch.__version__)"
 """
 
@@ -108,10 +109,9 @@ from autograder.gradescope import main; sys.exit(main(sys.argv[2]))' "$ROOT/sour
 
 
 def _requirements(lock: Path) -> str:
-    """The complete lock: every pin, so that the bundle runs what the book was tested with."""
-    lines = [ln.strip() for ln in lock.read_text().splitlines()]
-    pins = [ln for ln in lines if ln and not ln.startswith("#")]
-    return "# requirements.lock of Attention, Step by Step, complete\n" + "\n".join(pins) + "\n"
+    """The grader's lock as it is (its index, pins and hashes; ``make lock`` writes it): the
+    versions the book is tested with, for what grading needs and nothing more."""
+    return f"# {lock.name} of Attention, Step by Step\n{lock.read_text()}"
 
 
 def build(
@@ -129,7 +129,9 @@ def build(
         (stage / "run_autograder").write_text(RUN)
         for name in ("setup.sh", "run_autograder"):
             (stage / name).chmod(0o755)
-        (stage / "requirements.txt").write_text(_requirements(nbs.ROOT / "requirements.lock"))
+        (stage / "requirements.txt").write_text(
+            _requirements(nbs.ROOT / "requirements-grader.lock")
+        )
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         shutil.copytree(nbs.ROOT / "autograder", stage / "autograder", ignore=ignore)
         shutil.copytree(nbs.ROOT / "checks", stage / "checks", ignore=ignore)
@@ -227,10 +229,31 @@ def _sandbox_mode(wanted: str) -> bool | str:
     return False
 
 
+def close_bundle(root: Path, source: Path) -> None:
+    """Leave the kernel's user (the user-only mode) nothing of the grader's to read.
+
+    ``umask 077`` for everything the grader writes from now on (its work folder is a fresh
+    ``mkdtemp``, mode 0700, and the kernel's own folder is made elsewhere, see
+    :func:`autograder.jobs.run_folder`); the bundle (``source/``: every check, hidden ones
+    included, the course's source notebook, the gradebook template), the results, the
+    submission, Gradescope's copy of ``run_autograder`` and its metadata closed to others.
+    The environment (``venv/``) stays readable: the kernel runs on it.
+    """
+    os.umask(0o077)
+    for folder in (source, root / "results", root / "submission"):
+        if folder.is_dir() and not folder.is_symlink():
+            folder.chmod(0o700)
+    for name in ("run_autograder", "submission_metadata.json"):
+        path = root / name
+        if path.is_file() and not path.is_symlink():
+            path.chmod(0o700 if name == "run_autograder" else 0o600)
+
+
 def main(root: str) -> int:
     """Grade ``<root>/submission`` and write ``<root>/results/results.json``."""
     from autograder import collect, grading
     from autograder import notebooks as nbs
+    from autograder.jobs import write_private
 
     root = Path(root)
     source = Path(__file__).resolve().parent.parent
@@ -240,9 +263,7 @@ def main(root: str) -> int:
     results_path.parent.mkdir(parents=True, exist_ok=True)
     sandbox = _sandbox_mode(config.get("sandbox", "auto"))
     if sandbox == "user":  # nothing of the grader's may be readable by the kernel's user
-        os.umask(0o077)
-        for folder in (source, results_path.parent):
-            folder.chmod(0o700)
+        close_bundle(root, source)
 
     work = Path(tempfile.mkdtemp(prefix="grade-"))
     shutil.copytree(source / "course" / "source", work / "source")
@@ -312,7 +333,8 @@ def main(root: str) -> int:
         "visibility": "visible",
         "tests": tests,
     }
-    results_path.write_text(json.dumps(results, indent=2))
+    write_private(results_path, json.dumps(results, indent=2).encode("utf-8"))
+    results_path.chmod(0o644)
     shutil.rmtree(work, ignore_errors=True)
     # stdout is for the instructor (Gradescope shows it to course staff): the whole total.
     print(

@@ -15,9 +15,13 @@ adds what a large class needs and nbgrader lacks:
   where it stopped: no submission is graded twice, none is lost;
 - **collecting** (:mod:`autograder.collect`): every submitted file becomes one submission
   with one student id, whatever the upload's form;
-- **problems**: a submission that cannot be graded (empty, invalid JSON, timed out,
-  killed kernel, ...) gets zero on every test cell and a line in ``problems.csv``
-  saying why, while the rest of the batch goes on.
+- **problems**: a submission that cannot be graded (empty, invalid JSON, timed out, ...)
+  gets zero on every test cell and a line in ``problems.csv`` saying why, while the rest
+  of the batch goes on; one whose kernel stopped (a crash, or a limit of the sandbox)
+  keeps the points its test cells earned before the stop, and the stop is reported;
+- **the grader's own CPU**: a worker that spends more than ``grader_cpu_seconds`` of its
+  own CPU time (not its kernels') on one notebook, reading what the kernel sends, is
+  stopped and replaced; that notebook is a problem, the batch goes on.
 
 Its parts: collecting and unpacking submissions (:mod:`autograder.collect`), job folders
 and what comes back from them (:mod:`autograder.jobs`), the sandbox
@@ -44,8 +48,10 @@ from autograder.jobs import (  # noqa: F401  (re-exported)
     _job_root,
     _listing,
     copy_back,
+    gradebook_cells,
     keep_student_outputs,
     restore,
+    run_folder,
     sanitized,
     snapshot,
 )
@@ -64,6 +70,9 @@ class Settings:
     # sleeps or waits (not one on a busy machine) should ever reach it.
     wall_factor: int = 10
     memory_mb: int = 4096
+    # CPU seconds the grading worker itself may spend on one notebook (reading the kernel's
+    # answers, running the checks, nbgrader's own work): a few seconds for honest work.
+    grader_cpu_seconds: int = 120
     force: bool = False
     shard: tuple[int, int] = (1, 1)
     # True: every kernel in bubblewrap (autograder.sandbox); "user": another user and rlimits
@@ -129,10 +138,25 @@ def run(course, submissions: list[Submission], settings: Settings, log=print) ->
             chapters = sorted({s.chapter for s in gradable})
             templates = {ch: course.template_gradebook(ch) for ch in chapters}
             sources = {ch: snapshot(course_root / "source" / ch) for ch in chapters}
+            cells = {
+                ch: gradebook_cells(templates[ch], ch, sources[ch][f"{ch}.ipynb"])
+                for ch in chapters
+            }
             before = _listing(course_root)
-            retry: list = []
+            # Graded again alone only where that can help: a notebook that hit the wall clock
+            # while computing, in a batch of several at once.
+            retry: list | None = [] if settings.jobs > 1 else None
             _grade_in_parallel(
-                course_root, ledger, gradable, templates, sources, settings, stats, tqdm, retry
+                course_root,
+                ledger,
+                gradable,
+                templates,
+                sources,
+                settings,
+                stats,
+                tqdm,
+                retry,
+                cells,
             )
             if retry:  # once more, alone: the machine may have been busy, not the notebook slow
                 log(f"{len(retry)} notebook(s) hit a wall-clock limit: grading them again, alone")
@@ -141,7 +165,16 @@ def run(course, submissions: list[Submission], settings: Settings, log=print) ->
                 stats_alone = {"graded": 0, "problems": 0, "failed": []}
                 subs = [sub for sub, _ in retry]
                 _grade_in_parallel(
-                    course_root, ledger, subs, templates, sources, alone, stats_alone, tqdm
+                    course_root,
+                    ledger,
+                    subs,
+                    templates,
+                    sources,
+                    alone,
+                    stats_alone,
+                    tqdm,
+                    None,
+                    cells,
                 )
                 stats["graded"] += stats_alone["graded"]
                 stats["problems"] += stats_alone["problems"]
@@ -164,13 +197,51 @@ def run(course, submissions: list[Submission], settings: Settings, log=print) ->
         ledger.close()
 
 
+def _notes(reply: dict) -> list[str]:
+    """What happened to a graded notebook that the instructor should know, in words."""
+    notes = []
+    killed, cell = reply.get("killed"), reply.get("stopped_cell")
+    if cell:
+        why = (
+            f"stopped by the sandbox at cell {cell}: {killed}"
+            if killed
+            else f"the kernel died at cell {cell} (a crash, os._exit or a kill)"
+        )
+        notes.append(
+            f"{why}; the test cells after the stop scored 0, those before it kept their points"
+        )
+    elif killed:
+        notes.append(f"stopped by the sandbox: {killed}")
+    if reply.get("events"):
+        notes.append(reply["events"])
+    if reply.get("wall_timeouts"):
+        notes.append(f"{reply['wall_timeouts']} cell(s) timed out on the wall clock")
+    if reply.get("waited"):
+        notes.append(
+            f"{reply['waited']} cell(s) waited past the wall clock without computing (a sleep "
+            "or a blocked read): interrupted, and the rest of the notebook graded"
+        )
+    return notes
+
+
 def _grade_in_parallel(
-    course_root, ledger, gradable, templates, sources, settings, stats, tqdm, retry=None
+    course_root,
+    ledger,
+    gradable,
+    templates,
+    sources,
+    settings,
+    stats,
+    tqdm,
+    retry=None,
+    cells=None,
 ):
     """Grade ``gradable`` in ``settings.jobs`` workers, recording each result in ``ledger``.
 
-    With a list ``retry``, a notebook that hit a wall-clock limit (a busy machine can do
-    that to correct work) is not recorded but appended to it, to be graded again alone.
+    With a list ``retry``, a notebook that hit a wall-clock limit while computing (a busy
+    machine can do that to correct work) is not recorded but appended to it, to be graded
+    again alone. A worker past the wall clock, or past ``settings.grader_cpu_seconds`` of
+    its own CPU time on one notebook, is killed and replaced.
     """
     replies: queue.Queue = queue.Queue()
     wall_limit = settings.notebook_timeout * (settings.wall_factor if settings.sandbox else 1)
@@ -189,11 +260,18 @@ def _grade_in_parallel(
         smoothing=0.1,
     )
 
-    def finish(worker, sub, root, reply, outcome=None):
+    def clean(root, run):
+        for folder in (root, run):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def finish(worker, sub, root, reply, outcome=None, run=None):
+        if reply and reply.get("cpu") is not None:  # the worker's own CPU seconds, for tests
+            stats.setdefault("grader_cpu", {})[sub.student] = reply["cpu"]
         wall = (outcome or "").startswith("timed out") or (reply or {}).get("wall_timeouts")
         if wall and retry is not None:
             retry.append((sub, outcome or f"{reply['wall_timeouts']} cell(s) hit the wall clock"))
-            shutil.rmtree(root, ignore_errors=True)
+            clean(root, run)
             bar.update(1)
             return
         if outcome is None and reply and reply.get("success"):
@@ -210,11 +288,9 @@ def _grade_in_parallel(
                 shutil.rmtree(dest)
             copy_back(root / "autograded" / sub.student / sub.chapter, dest)
             keep_student_outputs(root, course_root, sub)
-            reply = reply or {}
-            notes = [n for n in (reply.get("killed"), reply.get("events")) if n]
-            if reply.get("wall_timeouts"):
-                notes.append(f"{reply['wall_timeouts']} cell(s) timed out on the wall clock")
-            ledger.record(sub, scores, "graded; " + "; ".join(notes) if notes else "graded")
+            notes = _notes(reply or {})
+            said = notes + [f"warning: {w}" for w in sub.warnings]  # for the feedback page
+            ledger.record(sub, scores, "; ".join(["graded", *said]))
             stats["graded"] += 1
             if notes:  # graded as far as it ran, and reported
                 stats["failed"].append((sub, "graded, but " + "; ".join(notes)))
@@ -222,30 +298,55 @@ def _grade_in_parallel(
             ledger.record(sub, None, outcome)
             stats["failed"].append((sub, outcome))
             stats["problems"] += 1
-        shutil.rmtree(root, ignore_errors=True)
+        clean(root, run)
         bar.update(1)
 
     def assign(worker):
-        if not pending:
-            return
-        index, sub = pending.pop(0)
-        root = _job_root(course_root, sources, templates[sub.chapter], sub, index)
-        worker.sub, worker.root = sub, root
-        worker.send(
-            {
-                "job": index,
-                "root": str(root),
-                "chapter": sub.chapter,
-                "student": sub.student,
-                "cell_timeout": settings.cell_timeout,
-                "notebook_timeout": settings.notebook_timeout,
-                "wall_factor": settings.wall_factor,
-                "memory_mb": settings.memory_mb,
-                "sandbox": settings.sandbox,
-                "run_demos": settings.run_demos,
-                "slot": worker.index,
-            }
-        )
+        while pending:
+            index, sub = pending.pop(0)
+            root = run = None
+            try:
+                root = _job_root(
+                    course_root,
+                    sources,
+                    templates[sub.chapter],
+                    sub,
+                    index,
+                    (cells or {}).get(sub.chapter),
+                )
+                run = run_folder(root, sub.chapter, in_place=settings.sandbox != "user")
+            except Exception as err:  # a notebook nbformat cannot write back, say
+                ledger.record(sub, None, f"could not be prepared for grading: {err}"[:1000])
+                stats["failed"].append((sub, f"could not be prepared for grading: {err}"))
+                stats["problems"] += 1
+                clean(root, run)
+                bar.update(1)
+                continue
+            worker.sub, worker.root, worker.run = sub, root, run
+            worker.send(
+                {
+                    "job": index,
+                    "root": str(root),
+                    "run": str(run),
+                    "chapter": sub.chapter,
+                    "student": sub.student,
+                    "cell_timeout": settings.cell_timeout,
+                    "notebook_timeout": settings.notebook_timeout,
+                    "wall_factor": settings.wall_factor,
+                    "memory_mb": settings.memory_mb,
+                    "sandbox": settings.sandbox,
+                    "run_demos": settings.run_demos,
+                    "slot": worker.index,
+                }
+            )
+            return True
+        return False
+
+    def replace(w):
+        fresh = Worker(w.index, settings.memory_mb, log_dir, replies)
+        workers[w.index] = fresh
+        fresh.ready.wait(timeout=120)
+        return fresh
 
     try:
         for worker in workers:
@@ -259,29 +360,29 @@ def _grade_in_parallel(
             except queue.Empty:
                 worker, reply = None, None
             now = time.monotonic()
-            if worker is None:  # look for a notebook over its time
-                for w in list(busy):
-                    if now - w.started > wall_limit:
-                        w.kill()
-                        finish(
-                            w,
-                            w.sub,
-                            w.root,
-                            None,
-                            f"timed out: the notebook ran longer than {wall_limit:.0f} s "
-                            "(wall clock)",
-                        )
-                        busy.discard(w)
-                        workers[w.index] = fresh = Worker(
-                            w.index, settings.memory_mb, log_dir, replies
-                        )
-                        fresh.ready.wait(timeout=120)
-                        if pending:
-                            assign(fresh)
-                            busy.add(fresh)
-                continue
-            if worker not in busy:
-                continue  # a late message from a worker we killed
+            for w in list(busy):  # a notebook over its time, or over the grader's CPU
+                if w is worker:
+                    continue
+                if now - w.started > wall_limit:
+                    outcome = (
+                        f"timed out: the notebook ran longer than {wall_limit:.0f} s (wall clock)"
+                    )
+                elif w.cpu_used() > settings.grader_cpu_seconds:
+                    outcome = (
+                        f"stopped: the grader spent more than {settings.grader_cpu_seconds} s "
+                        "of its own CPU time on this notebook's answers (data padded to be "
+                        "slow to read?); not graded"
+                    )
+                else:
+                    continue
+                w.kill()
+                finish(w, w.sub, w.root, None, outcome, w.run)
+                busy.discard(w)
+                fresh = replace(w)
+                if assign(fresh):
+                    busy.add(fresh)
+            if worker is None or worker not in busy:
+                continue  # nothing new, or a late message from a worker we killed
             busy.discard(worker)
             if reply is None:  # the worker process itself died (memory cap, signal)
                 finish(
@@ -290,16 +391,13 @@ def _grade_in_parallel(
                     worker.root,
                     None,
                     "the grading process died (memory limit or a signal)",
+                    worker.run,
                 )
-                workers[worker.index] = worker = Worker(
-                    worker.index, settings.memory_mb, log_dir, replies
-                )
-                worker.ready.wait(timeout=120)
+                worker = replace(worker)
             else:
-                finish(worker, worker.sub, worker.root, reply)
+                finish(worker, worker.sub, worker.root, reply, None, worker.run)
                 worker.job = None
-            if pending:
-                assign(worker)
+            if assign(worker):
                 busy.add(worker)
     finally:
         bar.close()

@@ -10,11 +10,21 @@ from the repository named in ``_config.yml`` at the book's version (the tag
 ``ATTENTION_COURSE_PACKAGE`` (a path, a wheel or any pip requirement)
 replaces that source; the offline tests use it.
 
+The setup cell installs nothing where the course imports. After an install it says
+"restart" only if pip changed a package that the kernel had already imported (Colab may
+hold an older torch, say); a fresh install of the course needs no restart. It then makes
+an exercise left unfinished say so in one line (:mod:`checks._workbook`). In a released
+chapter folder it also sets ``ATTENTION_COURSE_GRADED`` (:mod:`checks._quiz`): the
+questions' self-checks say only that an answer was recorded, even where the course is
+installed beside the release (a release uploaded to Colab).
+
 ``python -m autograder launchables DEST`` writes the tree that Colab, Binder
 and JupyterHub open (published by ``.github/workflows/publish.yml`` to the
 branch ``repository.launch_branch``)::
 
-    <chapter>.ipynb     stubs and self-checks: no solution, no hidden test, no output
+    <chapter>.ipynb     workbooks (autograder.editions.workbook): stubs and self-checks that
+                        test the student's code, the reference one explicit step away
+    intro.ipynb         the introduction's code (check your setup and your GPU)
     checks/             the visible self-checks (not checks/hidden)
     solutions/          the reference modules the chapters import
     pyproject.toml, binder/, README.md, LICENSE, LICENSE-text
@@ -73,30 +83,60 @@ def course_requirement(root: Path = nbs.ROOT) -> str:
     return f"{project(root)['name']} @ git+{repo['url']}@{repo['tag']}"
 
 
-def setup_source(root: Path = nbs.ROOT) -> str:
-    """The setup cell's code (see the module docstring)."""
+GRADED_LINES = """\
+# A graded release: the questions' self-checks confirm only an answer's form (checks/_quiz.py).
+os.environ["{env}"] = "1"
+"""
+
+
+def setup_source(root: Path = nbs.ROOT, *, graded: bool = False) -> str:
+    """The setup cell's code (see the module docstring); ``graded`` for a released chapter."""
+    from checks._quiz import GRADED_ENV
+
     needed = ", ".join(f'"{m}"' for m in NEEDED)
+    graded_lines = GRADED_LINES.format(env=GRADED_ENV) if graded else ""
     return f"""\
 # Setup: makes the course's modules (checks, solutions) importable. Where they already are
-# (a course folder, Binder, a hub, a laptop with the course installed) it does nothing;
+# (a course folder, Binder, a hub, a laptop with the course installed) it installs nothing;
 # elsewhere (Colab, a lone download) it installs the course with pip, once per environment.
+import importlib.metadata
 import importlib.util
 import os
 import site
+import subprocess
+import sys
 
-needed = ({needed})
+{graded_lines}needed = ({needed})
 if not all(importlib.util.find_spec(m) for m in needed):
     course = os.environ.get("{ENV}") or "{course_requirement(root)}"
     print(f"Installing the course: pip install {{course}}")
-    %pip install --quiet "{{course}}"
+    before = {{d.name: d.version for d in importlib.metadata.distributions()}}
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", course]
+    result = subprocess.run(pip, capture_output=True, text=True)
+    if result.returncode != 0:
+        print(result.stdout, result.stderr)
+        raise ModuleNotFoundError("the course did not install: see pip's messages above")
     site.addsitedir(site.getusersitepackages())  # where pip installs if the environment is read-only
     importlib.invalidate_caches()
-    if importlib.util.find_spec("checks") is None:
-        raise ModuleNotFoundError("the course did not install: see pip's messages above")"""
+    after = {{d.name: d.version for d in importlib.metadata.distributions()}}
+    changed = {{name for name, version in after.items() if before.get(name, version) != version}}
+    owners = importlib.metadata.packages_distributions()
+    in_use = sorted(m for m in sys.modules if changed & set(owners.get(m, ())))
+    if in_use:  # only then: a kernel keeps the modules it has imported
+        print(f"pip replaced {{', '.join(in_use)}}, which this kernel had already imported: "
+              "restart the kernel (Colab: Runtime > Restart session), then run this cell again.")
+    else:
+        print("Installed; no restart needed.")
+try:  # an exercise left unfinished says so in one line, not in a long traceback
+    from checks._workbook import explain_unfinished
+except ImportError:  # an older course installed
+    pass
+else:
+    explain_unfinished()"""
 
 
-def setup_cell(root: Path = nbs.ROOT) -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_code_cell(setup_source(root))
+def setup_cell(root: Path = nbs.ROOT, *, graded: bool = False) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(setup_source(root, graded=graded))
     cell.metadata = {"tags": ["remove-cell", SETUP_TAG]}  # the book's pages do not show it
     cell.id = SETUP_TAG
     return cell
@@ -106,11 +146,11 @@ def is_setup(cell) -> bool:
     return SETUP_TAG in cell.get("metadata", {}).get("tags", [])
 
 
-def with_setup(cells: list, root: Path = nbs.ROOT) -> list:
+def with_setup(cells: list, root: Path = nbs.ROOT, *, graded: bool = False) -> list:
     """``cells`` with the setup cell as the first code cell, after the title (replacing any
-    earlier setup cell)."""
+    earlier setup cell); ``graded`` for a released chapter."""
     rest = [c for c in cells if not is_setup(c)]
-    cell = setup_cell(root)
+    cell = setup_cell(root, graded=graded)
     if rest and "id" not in rest[0]:  # nbformat < 4.5: no cell ids
         del cell["id"]
     at = 1 if rest and rest[0].cell_type == "markdown" else 0
@@ -206,23 +246,30 @@ def with_plain_figures(nb: nbformat.NotebookNode, dest: Path | None = None) -> l
 
 
 def launchable(nb: nbformat.NotebookNode, root: Path = nbs.ROOT) -> nbformat.NotebookNode:
-    """A chapter as Colab, Binder and a hub open it: setup, stubs, self-checks; no outputs."""
-    from autograder.editions import INTERNAL, edition_cells
+    """A chapter as Colab, Binder and a hub open it: the workbook of the student edition (see
+    :func:`autograder.editions.workbook`), with the setup cell and plain figures."""
+    from autograder.editions import edition_cells, workbook
 
     nb = copy.deepcopy(nb)
-    cells = [c for c in edition_cells(nb, "student") if c.metadata.get("edition") != INTERNAL]
-    for cell in cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-            # The book's page tags mean nothing here; a stub is for the student to fill in.
-            tags = [t for t in cell.metadata.get("tags", []) if t not in ("skip-execution",)]
+    nb.cells = edition_cells(nb, "student")
+    nb = workbook(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":  # the book's page metadata means nothing here
             cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "mystnb")}
-            if tags:
-                cell.metadata["tags"] = tags
-            else:
-                cell.metadata.pop("tags", None)
-    nb.cells = with_setup(cells, root)
+    nb.cells = with_setup(nb.cells, root)
     with_plain_figures(nb)
+    return nb
+
+
+def intro_notebook(root: Path = nbs.ROOT) -> nbformat.NotebookNode | None:
+    """The introduction (a MyST notebook) as a notebook with the setup cell, if it has code."""
+    from autograder.editions import is_myst_notebook, read_page, workbook
+
+    path = root / f"{nbs.toc_files(root)[0]}.md"
+    if not path.exists() or not is_myst_notebook(path.read_text()):
+        return None
+    nb = workbook(read_page(path))
+    nb.cells = with_setup(nb.cells, root)
     return nb
 
 
@@ -231,7 +278,9 @@ README = """\
 
 Generated by `python -m autograder launchables` from {url} (branch `{branch}`); do not
 edit here. Colab, Binder and a course's JupyterHub open the chapters from this branch: each
-notebook has its exercises' stubs and self-checks, and no solution or hidden test.
+notebook has its exercises' stubs, each followed by its self-check, which tests your code (the
+course's reference is one commented import away), and no solution, hidden test or output. The
+checks of the questions say whether an answer is right, with a hint if it is not.
 
 - **Colab** or **Binder**: the launch buttons of the book's pages.
 - **A JupyterHub** with nbgitpuller: {hub_link}
@@ -257,16 +306,26 @@ def write_launchables(dest: Path, root: Path = nbs.ROOT) -> list[Path]:
     for package in ("checks", "solutions"):
         shutil.copytree(root / package, dest / package, ignore=IGNORE)
     repo = repository(root)
-    hub = (config(root).get("launch_buttons") or {}).get("jupyterhub_url", "https://HUB")
+    hub = (config(root).get("launch_buttons") or {}).get("jupyterhub_url")
+    hub_link = (
+        nbgitpuller_link(hub, root)
+        if hub
+        else f"`{nbgitpuller_link('https://HUB', root)}`, with your hub's address for HUB"
+    )
     (dest / "README.md").write_text(
         README.format(
             url=repo["url"],
             branch=repo["branch"],
-            hub_link=nbgitpuller_link(hub, root),
+            hub_link=hub_link,
             requirement=course_requirement(root),
         )
     )
     written = []
+    intro = intro_notebook(root)
+    if intro is not None:
+        target = dest / f"{Path(nbs.toc_files(root)[0]).name}.ipynb"
+        nbformat.write(intro, target)
+        written.append(target)
     for path in nbs.chapter_notebooks(root):
         nb = launchable(nbs.read(path), root)
         target = dest / path.name

@@ -68,6 +68,8 @@ class Worker:
         self.index = index
         self.job: dict | None = None
         self.started = 0.0
+        self.cpu_at_start = 0.0
+        self.sub = self.root = self.run = None
         self.replies = replies
         self.ready = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -86,8 +88,23 @@ class Worker:
 
     def send(self, job: dict) -> None:
         self.job, self.started = job, time.monotonic()
+        self.cpu_at_start = self.cpu_seconds()
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
+
+    def cpu_seconds(self) -> float:
+        """CPU time of the worker process itself: its threads, not the kernels it starts."""
+        import psutil
+
+        try:
+            t = psutil.Process(self.proc.pid).cpu_times()
+        except psutil.Error:
+            return 0.0
+        return t.user + t.system
+
+    def cpu_used(self) -> float:
+        """CPU seconds the worker has spent on its current job."""
+        return self.cpu_seconds() - self.cpu_at_start
 
     def kill(self) -> None:
         """Kill the worker and every kernel it started."""

@@ -1,9 +1,11 @@
 """The grader's nbgrader preprocessors, one class each, added to nbgrader's autograde pipeline.
 
 - :class:`SkipDemos`: demo cells (training loops, benchmarks) are not run at grading.
-- :class:`CpuTimedExecute`: nbgrader's ``Execute``, marking where each cell starts so
-  that the sandbox's watchdog limits the cell's CPU time; wall-clock limits are only a
-  backstop, and a late IOPub message never fails a finished cell.
+- :class:`CpuTimedExecute`: nbgrader's ``Execute``, in the job's run folder (never the
+  folder the graded notebook is written to), marking where each cell starts so that the
+  sandbox's watchdog limits the cell's CPU time; wall-clock limits are only a backstop
+  (a cell past one is interrupted, and told waiting from computing), a late IOPub message
+  never fails a finished cell, and after a stop the test cells that ran keep their points.
 - :class:`CheckedExecute`: the same, and every test cell's checks run in this process
   against proxies of the notebook's objects: the verdict never depends on code that ran
   in the student's kernel (see :mod:`checks._remote`).
@@ -23,6 +25,7 @@ import secrets
 import socket
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 
 import nbformat
@@ -167,48 +170,154 @@ class SkipDemos(NbGraderPreprocessor):
 
 
 class CpuTimedExecute(Execute):
-    """nbgrader's ``Execute``, telling the kernel manager where each cell starts and ends.
+    """nbgrader's ``Execute``, in a folder of its own, telling the kernel manager where each
+    cell starts and ends, and grading on after a stop.
 
-    With :class:`autograder.sandbox.SandboxKernelManager`, the sandbox's watchdog then
-    interrupts a cell whose process tree has used more than its CPU time since it began.
-    The ``timeout`` trait (wall clock) stays as a backstop, set many times larger. The
-    wall-clock cells that still time out are counted in :attr:`timed_out`.
+    - **Where the kernel runs**: ``run_path``, a folder the worker prepares, never the one
+      nbgrader writes the graded notebook into; the grader reads nothing back from it.
+    - **CPU time**: with :class:`autograder.sandbox.SandboxKernelManager`, the sandbox's
+      watchdog interrupts a cell whose process tree has used more than its CPU time since it
+      began. The ``timeout`` trait (wall clock) stays as a backstop, set many times larger.
+      A cell that reaches it is interrupted (only the cell: see
+      ``SandboxKernelManager._async_interrupt_kernel``) and counted: in :attr:`waited` when
+      it was not computing (a sleep, a blocked read: running it again would wait again), in
+      :attr:`timed_out` when it was (a busy machine can do that to correct work).
+    - **A stop**: when the kernel dies (a crash, ``os._exit``, or the watchdog stopping it
+      at a limit), the cells after it are not run and each test cell among them fails with
+      a message saying why; the test cells that ran before keep what they earned. The reason
+      is kept in :attr:`stopped`.
     """
 
-    timed_out = 0  # cells that hit the wall-clock backstop, in this process
+    run_path = Unicode(
+        "", help="the folder the kernel runs in (its only writable place); '' for nbgrader's"
+    ).tag(config=True)
+
+    # What happened in this process's last notebook (a worker grades one at a time).
+    timed_out = 0  # cells past the wall-clock backstop while computing
+    waited = 0  # cells past the wall-clock backstop while not computing
+    stopped: str | None = None  # why the kernel stopped before the end, if it did
+    stopped_cell = 0  # the cell (counted from 1) where it stopped
+
+    WAIT_FRACTION = 0.1  # of the cell's CPU limit: less than this is "not computing"
+
+    @classmethod
+    def reset(cls) -> None:
+        cls.timed_out, cls.waited, cls.stopped, cls.stopped_cell = 0, 0, None, 0
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._walled: set[int] = set()
+        self._stopped_at: int | None = None
+        self._index = -1
+        self._cell_cpu: float | None = None
+        if resources is None:
+            resources = {}
+        meta = resources.setdefault("metadata", {})
+        before = meta.get("path")
+        if self.run_path:
+            meta["path"] = self.run_path
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            meta["path"] = before
 
     def preprocess_cell(self, cell, resources, index):
+        from nbclient.exceptions import DeadKernelError
+
+        if self._stopped_at is not None:
+            return self._not_run(cell), resources
+        self._index = index
         km = self.km
         if cell.cell_type == "code" and hasattr(km, "start_cell"):
             km.start_cell()
         try:
             return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            reason = getattr(km, "stop_reason", None) or (
+                "its kernel died (a crash, os._exit or a kill)"
+            )
+            CpuTimedExecute.stopped = f"the notebook stopped at cell {index + 1}: {reason}"
+            CpuTimedExecute.stopped_cell = index + 1
+            self._stopped_at = index
+            cell.outputs = [_error("KernelStopped", f"the notebook stopped here: {reason}")]
+            return cell, resources
         finally:
+            self._cell_cpu = self._cpu_of_cell()
             if hasattr(km, "end_cell"):
                 km.end_cell()
 
-    async def _async_handle_timeout(self, timeout, cell=None):
+    def _cpu_of_cell(self) -> float | None:
+        """CPU seconds the kernel's tree has used since the running cell began (sandbox only)."""
+        km = self.km
+        started = getattr(km, "cell_started_cpu", None)
+        if started is None or not hasattr(km, "root_pid"):
+            return None
+        from autograder.sandbox import tree_cpu_seconds
+
+        return tree_cpu_seconds(km.root_pid()) - started
+
+    def _not_run(self, cell):
+        """A cell after the stop: not run; a test cell fails, saying why."""
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+            if is_test_cell(cell):
+                cell.outputs = [
+                    _error("NotRun", f"this test did not run: {CpuTimedExecute.stopped}")
+                ]
+        return cell
+
+    def count_wall_timeout(self, index: int) -> None:
+        """Count cell ``index`` as past the wall clock, once: waiting, or computing.
+
+        Called while the cell runs (nbclient's timeout) or just after it (the checks'
+        deadline), with the CPU time of that cell either way.
+        """
+        if index in self._walled:
+            return
+        self._walled.add(index)
+        used = self._cpu_of_cell() if index == self._index else None
+        if used is None and index == self._index:
+            used = self._cell_cpu
+        limits = getattr(self.km, "limits", None)
+        if used is not None and limits is not None:
+            if used < self.WAIT_FRACTION * limits.cell_cpu_seconds:
+                CpuTimedExecute.waited += 1
+                return
         CpuTimedExecute.timed_out += 1
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        self.count_wall_timeout(self._index)
         return await super()._async_handle_timeout(timeout, cell)
+
+
+def _error(ename: str, evalue: str):
+    return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
 class CheckedExecute(CpuTimedExecute):
     """Execute, with every test cell's verdict computed here, never in the student's kernel.
 
     For a test cell, the kernel runs one cell of the grader's making that serves the
-    notebook's objects (:func:`checks._remote.serve`) on a Unix socket; this process runs
+    notebook's objects (:func:`checks._serve.serve`) on a Unix socket; this process runs
     the cell's check groups against proxies of them (:class:`checks._remote.Session`), so
     every reference, comparison and verdict is computed in a process that never ran student
     code. The cell's outputs are then the checks' own lines and, on failure, their error:
     nothing the kernel printed. The test cell's source is the course's (nbgrader's
     ``OverwriteCells`` ran before this), parsed by :func:`parse_test_cell`.
+
+    The socket lives in the sandbox's grader folder (``km._grader_dir``), which the kernel
+    can reach but not write, so that nothing here can be redirected by a link. The whole
+    conversation has one deadline, a little under the cell's wall clock: a kernel that
+    answers one byte at a time fails that test cell, and only that one.
     """
 
+    DEADLINE_FRACTION = 0.9  # of the cell's wall clock
+
     def preprocess_cell(self, cell, resources, index):
-        if not is_test_cell(cell):
+        if not is_test_cell(cell) or self._stopped_at is not None:
             return super().preprocess_cell(cell, resources, index)
         calls = parse_test_cell(cell.source)
-        folder = getattr(self.km, "_ipc_dir", None)
+        folder = getattr(self.km, "_grader_dir", None)
         private = None
         if folder is None:  # no sandbox (trusted code only): a folder of our own
             private = folder = tempfile.mkdtemp(prefix="attn-")
@@ -216,10 +325,12 @@ class CheckedExecute(CpuTimedExecute):
         path = os.path.join(str(folder), f"c{index}-{secrets.token_hex(4)}.sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(path)
-        os.chmod(path, 0o777)  # the sandbox's user connects; the folder itself is private
+        # The sandbox's user connects. The folder is this process's and closed to it, so
+        # ``path`` is the socket just bound (no link can stand in its place).
+        os.chmod(path, 0o777)
         listener.listen(1)
         wall = float(self.timeout or 600)
-        checker = _Checker(listener, calls, wall)
+        checker = _Checker(listener, calls, wall * self.DEADLINE_FRACTION)
         thread = threading.Thread(target=checker.run, daemon=True)
         thread.start()
         source = cell.source
@@ -237,6 +348,11 @@ class CheckedExecute(CpuTimedExecute):
                 os.unlink(path)
             if private:
                 os.rmdir(private)
+        if checker.past_deadline:
+            self.count_wall_timeout(index)
+        if self._stopped_at == index and checker.error is not None:
+            ename, evalue = checker.error
+            checker.error = (ename, f"{evalue} ({CpuTimedExecute.stopped})")
         cell.outputs = checker.outputs()
         return cell, resources
 
@@ -247,8 +363,49 @@ def _serve_source(path: str, calls: list[CheckCall]) -> str:
     targets = ", ".join(f"{t!r}: lambda: ({t})" for t in names)
     return (
         "# The grader runs this test cell's checks itself, on these objects of the notebook.\n"
-        f"__import__('checks._remote', fromlist=['serve']).serve({path!r}, {{{targets}}})"
+        f"__import__('checks._serve', fromlist=['serve']).serve({path!r}, {{{targets}}})"
     )
+
+
+class _Deadline(socket.socket):
+    """A connected socket whose every send and receive ends by one deadline, not per call.
+
+    ``settimeout`` is per call: a kernel that sends one byte a second never trips it.
+    """
+
+    deadline = 0.0
+
+    @classmethod
+    def wrap(cls, sock: socket.socket, deadline: float) -> _Deadline:
+        wrapped = cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
+        wrapped.deadline = deadline
+        wrapped._arm()
+        return wrapped
+
+    def _arm(self) -> None:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("past the deadline")
+        super().settimeout(left)
+
+    def settimeout(self, value) -> None:  # the deadline decides
+        pass
+
+    def recv(self, *args):
+        self._arm()
+        return super().recv(*args)
+
+    def recv_into(self, *args):
+        self._arm()
+        return super().recv_into(*args)
+
+    def send(self, *args):
+        self._arm()
+        return super().send(*args)
+
+    def sendall(self, *args):
+        self._arm()
+        return super().sendall(*args)
 
 
 class _Checker:
@@ -256,9 +413,11 @@ class _Checker:
 
     def __init__(self, listener: socket.socket, calls: list[CheckCall], wall: float):
         self.listener, self.calls, self.wall = listener, calls, wall
+        self.deadline = time.monotonic() + wall
         self.lines: list[str] = []
         self.error: tuple[str, str] | None = ("GraderError", "the checks did not run")
         self.conn: socket.socket | None = None
+        self.past_deadline = False
 
     def run(self) -> None:
         from checks._core import CheckError, CrashInCodeUnderTest, _run
@@ -267,13 +426,13 @@ class _Checker:
         try:
             self.listener.settimeout(self.wall)
             try:
-                self.conn, _ = self.listener.accept()
+                conn, _ = self.listener.accept()
             except OSError:
                 raise CheckError(
                     "the notebook never answered the grader's checks (its kernel was busy, "
                     "stopped or replaced the grader's code)"
                 ) from None
-            self.conn.settimeout(self.wall)
+            self.conn = _Deadline.wrap(conn, self.deadline)
             session = Session(self.conn)
             try:
                 for call in self.calls:
@@ -290,9 +449,18 @@ class _Checker:
         except CheckError as err:
             self.error = ("CheckError", str(err))
         except TimeoutError:
-            self.error = ("TimeoutError", f"the notebook did not answer within {self.wall:.0f} s")
+            self.error = ("TimeoutError", self._late())
         except Exception as err:
             self.error = (type(err).__name__, str(err))
+        if self.error is not None and time.monotonic() >= self.deadline:
+            self.past_deadline = True
+            self.error = ("TimeoutError", self._late())
+
+    def _late(self) -> str:
+        return (
+            f"the notebook did not finish answering the checks within {self.wall:.0f} s "
+            "(it was waiting, or sending its answers too slowly)"
+        )
 
     def abort(self) -> None:
         if self.conn is not None:
@@ -304,8 +472,5 @@ class _Checker:
         if self.lines:
             outputs.append(new_output("stream", name="stdout", text="\n".join(self.lines) + "\n"))
         if self.error is not None:
-            ename, evalue = self.error
-            outputs.append(
-                new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-            )
+            outputs.append(_error(*self.error))
         return outputs

@@ -1,9 +1,9 @@
 """What an instructor hands out and looks at after grading: feedback and a class summary.
 
-- :func:`feedback` writes one HTML page per student and chapter with nbgrader's
-  ``generate_feedback``, after a preprocessor that hides the code of hidden tests
-  (nbgrader shows it, upstream #917): a hidden test cell keeps its one-line
-  description and its result, and a failure keeps its message, not its traceback.
+- :func:`feedback` (:mod:`autograder.feedback`) writes one static, sanitized HTML page
+  per student and chapter, for every submission in the gradebook: hidden test cells keep
+  their one-line description and result, never their code (nbgrader's own feedback shows
+  it, upstream #917).
 - :func:`summary` tabulates every exercise of the class, worst first, as a CSV, a
   printed table and a bar chart, so an instructor sees which exercises students fail.
 """
@@ -11,76 +11,9 @@
 from __future__ import annotations
 
 import csv
-import shutil
 from pathlib import Path
 
-from autograder import notebooks as nbs
-
-HIDDEN_NOTE = "# The code of these hidden tests is not shown; the result below is."
-
-
-def _hide_hidden_tests_class():
-    from nbgrader import utils
-    from nbgrader.preprocessors import NbGraderPreprocessor
-
-    class HideHiddenTests(NbGraderPreprocessor):
-        """Replace hidden test code by its description; keep only the message of a failure."""
-
-        def preprocess_cell(self, cell, resources, index):
-            begin, end = nbs.HIDDEN_MARKERS
-            if cell.cell_type != "code" or begin not in cell.source:
-                return cell, resources
-            lines = cell.source.splitlines()
-            first = next(i for i, ln in enumerate(lines) if ln.strip() == begin)
-            last = next(i for i, ln in enumerate(lines) if ln.strip() == end)
-            kept = [ln for ln in lines[:first] + lines[last + 1 :] if ln.strip()]
-            cell.source = "\n".join([*kept, HIDDEN_NOTE])
-            for output in cell.outputs:
-                if output.output_type == "error":
-                    output.traceback = [f"{output.ename}: {output.evalue}"]
-            if utils.is_grade(cell):
-                cell.metadata.nbgrader["checksum"] = utils.compute_checksum(cell)
-            return cell, resources
-
-    return HideHiddenTests
-
-
-def feedback(course, chapter: str | None = None, student: str | None = None) -> list[Path]:
-    """Write ``feedback/<student>/<chapter>/<chapter>.html`` for every autograded submission."""
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    from nbgrader.preprocessors import GetGrades
-    from traitlets.config import Config
-
-    cfg = Config()
-    cfg.CourseDirectory.root = str(course.root)
-    cfg.CourseDirectory.course_id = course.course_id
-    cfg.CourseDirectory.db_url = course.db_url
-    cfg.GenerateFeedback.preprocessors = [
-        _hide_hidden_tests_class(),
-        GetGrades,
-        CSSHTMLHeaderPreprocessor,
-    ]
-    api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
-    chapters = [chapter] if chapter else nbs.chapter_names()
-    written = []
-    for ch in chapters:
-        folders = sorted((course.root / "autograded").glob(f"*/{ch}"))
-        for folder in folders:
-            who = folder.parent.name
-            if student and who != student:
-                continue
-            result = api.generate_feedback(ch, who, force=True)
-            if not result.get("success"):
-                raise RuntimeError(f"feedback for {who}/{ch} failed:\n{result.get('error')}")
-            out = course.root / "feedback" / who / ch
-            # nbgrader copies the whole autograded folder, hidden checks included: keep the page only.
-            for path in list(out.iterdir()):
-                if path.suffix != ".html":
-                    shutil.rmtree(path) if path.is_dir() else path.unlink()
-            written += sorted(out.glob("*.html"))
-    return written
+from autograder.feedback import feedback  # noqa: F401  (its home is autograder.feedback)
 
 
 def summary(course, chapter: str | None, out_csv: Path, out_png: Path | None) -> list[dict]:

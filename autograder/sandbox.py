@@ -20,8 +20,15 @@ seconds per process, file size, process count, no core files); :class:`Watchdog`
 what rlimits cannot: the memory, process count and CPU time of the whole tree, and the size
 and file count of its folder.
 
-The kernel talks to the grader over IPC (Unix) sockets in a short private folder that is
-bound into the sandbox; no TCP port is opened.
+The kernel talks to the grader over IPC (Unix) sockets; no TCP port is opened. Two short
+folders hold them: the kernel's own (its Jupyter sockets and connection file, writable by
+it) and the grader's (the sockets on which the grader's checks listen: read-only to the
+kernel, which may connect but can neither replace nor rename what is there, so that
+nothing the grader does there by name can be redirected by a symlink).
+
+What the sandbox may write is student-controlled from then on: the grader never reads a
+file back from the folder a kernel ran in, never writes into it after the kernel started,
+and removes it with :func:`shutil.rmtree` (which does not follow links).
 """
 
 from __future__ import annotations
@@ -75,6 +82,7 @@ class Sandbox:
     limits: Limits = field(default_factory=Limits)
     readonly: tuple[str, ...] = ()
     namespaces: bool = True  # False: no bubblewrap, only another user and rlimits (root only)
+    grader_dir: Path | None = None  # the grader's sockets: the kernel may connect, not write
 
     def command(self, argv: list[str], env: dict[str, str]) -> list[str]:
         """``argv`` wrapped in bwrap, prlimit and (as root) setpriv, with exactly ``env``."""
@@ -95,6 +103,9 @@ class Sandbox:
             args += _parents(path) + ["--ro-bind", path, path]
         for path in (self.ipc_dir, self.workdir):
             args += _parents(str(path)) + ["--bind", str(path), str(path)]
+        if self.grader_dir is not None:
+            path = str(self.grader_dir)
+            args += _parents(path) + ["--ro-bind", path, path]
         args += ["--chdir", str(self.workdir)]
         for key, value in sorted(env.items()):
             args += ["--setenv", key, value]
@@ -189,44 +200,57 @@ def check_available() -> None:
         )
 
 
-def prepare(workdir: Path, uid: int | None, namespaces: bool = True) -> Path:
-    """Make ``workdir`` writable by the sandbox's user; return a fresh, short ipc folder.
+def prepare(workdir: Path, uid: int | None, namespaces: bool = True) -> tuple[Path, Path]:
+    """Make ``workdir`` the sandbox user's; return a fresh kernel folder and grader folder.
 
-    The ipc folder is short because a Unix socket's path has at most 107 bytes. Without
-    namespaces the user reaches ``workdir`` through its real parents: they become
-    traversable (not listable), and everything in ``workdir`` becomes the user's.
+    The kernel folder (its Jupyter sockets, its connection file, in the user-only mode its
+    home) becomes the sandbox user's only once the grader has written the connection file
+    into it (see ``SandboxKernelManager._hand_over``). The grader folder is this process's, mode 0711: the kernel
+    may connect to a socket there whose name it is told, and can neither list, add, rename
+    nor replace anything in it. Both are short, because a Unix socket's path has at most 107
+    bytes.
+
+    Without namespaces the user reaches ``workdir`` through its real parents, which must
+    already be traversable: the grader makes no folder of its own traversable (the worker
+    puts ``workdir`` straight in the system's temporary folder), and everything in
+    ``workdir`` becomes the user's (links are never followed).
     """
-    ipc_dir = Path(tempfile.mkdtemp(prefix="attn-"))
+    ipc_dir = Path(tempfile.mkdtemp(prefix="attn-"))  # the user's once the kernel starts
+    grader_dir = Path(tempfile.mkdtemp(prefix="attn-g-"))
+    grader_dir.chmod(0o711)
     if uid is not None:
-        for path in (workdir, ipc_dir):
-            os.chown(path, uid, uid)
+        os.chown(workdir, uid, uid)
         if not namespaces:
-            for parent in workdir.parents:
-                mode = parent.stat().st_mode
-                if not mode & 0o001:
-                    parent.chmod((mode & 0o7777) | 0o111)
             for base, dirs, files in os.walk(workdir):
                 for name in dirs + files:
                     os.chown(os.path.join(base, name), uid, uid, follow_symlinks=False)
             (ipc_dir / "home").mkdir()
             os.chown(ipc_dir / "home", uid, uid)
     ipc_dir.chmod(0o700)
-    return ipc_dir
+    return ipc_dir, grader_dir
 
 
-def kill_user(uid: int) -> int:
-    """Kill every process of ``uid`` (the user-only mode's way to end a kernel's tree)."""
+def kill_user(uid: int, rounds: int = 5) -> int:
+    """Kill every process of ``uid`` (the user-only mode's way to end a kernel's tree).
+
+    Again until a pass finds none: a process can fork while the list is being walked.
+    """
     import psutil
 
     killed = 0
-    for proc in psutil.process_iter(["uids"]):
-        uids = proc.info.get("uids")
-        if uids is not None and uid in (uids.real, uids.effective):
-            try:
-                proc.kill()
-                killed += 1
-            except psutil.Error:
-                pass
+    for _ in range(rounds):
+        found = 0
+        for proc in psutil.process_iter(["uids"]):
+            uids = proc.info.get("uids")
+            if uids is not None and uid in (uids.real, uids.effective):
+                try:
+                    proc.kill()
+                    found += 1
+                except psutil.Error:
+                    pass
+        killed += found
+        if not found:
+            break
     return killed
 
 
@@ -242,10 +266,12 @@ class SandboxKernelManager(AsyncKernelManager):
     limits: Limits = Limits()
     namespaces: bool = True  # False: the user-only mode (see Sandbox._user_only)
     active: list = []  # the sandboxes running now (the watchdog reads it)
+    stop_reason: str | None = None  # why the watchdog stopped this kernel, if it did
 
     async def _async_pre_start_kernel(self, **kw):
         workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
-        self._ipc_dir = prepare(workdir, self.uid, self.namespaces)
+        self._ipc_dir, self._grader_dir = prepare(workdir, self.uid, self.namespaces)
+        self.stop_reason = None
         self.transport = "ipc"
         self.ip = str(self._ipc_dir / "k")
         self.connection_file = str(self._ipc_dir / "kernel.json")
@@ -267,19 +293,34 @@ class SandboxKernelManager(AsyncKernelManager):
             home = str(self._ipc_dir / "home")
             env.update(HOME=home, MPLCONFIGDIR=f"{home}/matplotlib", IPYTHONDIR=f"{home}/ipython")
         sandbox = Sandbox(
-            workdir, self._ipc_dir, self.uid, self.limits, python_paths(), self.namespaces
+            workdir,
+            self._ipc_dir,
+            self.uid,
+            self.limits,
+            python_paths(),
+            self.namespaces,
+            self._grader_dir,
         )
         self.sandbox = sandbox
         # bwrap itself needs no particular environment; the kernel gets exactly `env`.
         kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         return sandbox.command(kernel_cmd, env), kw
 
-    def write_connection_file(self, **kwargs):
-        super().write_connection_file(**kwargs)
-        if self.uid is not None and os.path.exists(self.connection_file):
-            os.chown(self.connection_file, self.uid, self.uid)
+    def _hand_over(self) -> None:
+        """Give the kernel folder to the sandbox's user, now that the connection file is in it.
+
+        Not before: jupyter_client writes that file by name (unlink, then create), and a
+        process of that user (one that outlived an earlier kernel of its uid) could put a link
+        there in between. The file itself is changed without following a link.
+        """
+        if self.uid is None:
+            return
+        if os.path.lexists(self.connection_file):
+            os.chown(self.connection_file, self.uid, self.uid, follow_symlinks=False)
+        os.chown(self._ipc_dir, self.uid, self.uid)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
+        self._hand_over()
         await super()._async_launch_kernel(kernel_cmd, **kw)
         SandboxKernelManager.active.append(self)
 
@@ -291,9 +332,26 @@ class SandboxKernelManager(AsyncKernelManager):
                 SandboxKernelManager.active.remove(self)
             if not self.namespaces and self.uid is not None and not restart:
                 kill_user(self.uid)  # its daemons too: nothing of it outlives the notebook
-            ipc_dir = getattr(self, "_ipc_dir", None)
-            if ipc_dir is not None and not restart:
-                shutil.rmtree(ipc_dir, ignore_errors=True)
+            if not restart:
+                for folder in (getattr(self, "_ipc_dir", None), getattr(self, "_grader_dir", None)):
+                    if folder is not None:
+                        shutil.rmtree(folder, ignore_errors=True)
+
+    async def _async_interrupt_kernel(self) -> None:
+        """Interrupt the running cell: SIGINT to the kernel itself, as Jupyter's button does.
+
+        jupyter_client signals the process group of the process it started, which here is
+        bubblewrap (or, without namespaces, the kernel and every process of the student's):
+        bubblewrap ends on SIGINT and takes the whole sandbox with it, so a cell that only
+        had to be interrupted (one past the wall clock, say) killed the notebook.
+        """
+        if self.has_kernel and self.kernel_spec is not None:
+            if self.kernel_spec.interrupt_mode == "signal":
+                _interrupt_kernel(_tree(self.root_pid()))
+                return
+        await super()._async_interrupt_kernel()
+
+    interrupt_kernel = _async_interrupt_kernel
 
     def root_pid(self) -> int | None:
         process = getattr(self.provisioner, "process", None)
@@ -379,27 +437,27 @@ FOLDER_CHECK_SECONDS = 1.0
 def folder_over_limits(folder: Path, lim: Limits) -> str | None:
     """Why ``folder`` is over ``lim.folder_mb`` or ``lim.folder_files``; None if it is not.
 
-    Counts without following links, and stops as soon as a limit is passed.
+    Walks with :func:`os.fwalk`, relative to open folder descriptors and without following
+    a link, so a folder that the sandbox swaps for a link while it is measured is never
+    entered; stops as soon as a limit is passed.
     """
-    size, count, stack = 0, 0, [str(folder)]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            count += 1
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            size += info.st_blocks * 512
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            if count > lim.folder_files:
-                return f"the notebook's folder holds more than {lim.folder_files} files"
-            if size > lim.folder_mb * 2**20:
-                return f"the notebook's folder grew past {lim.folder_mb} MiB"
+    size, count = 0, 0
+    try:
+        walk = os.fwalk(str(folder), follow_symlinks=False, onerror=None)
+        for _, dirs, files, dir_fd in walk:
+            for name in dirs + files:
+                count += 1
+                try:
+                    info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                size += info.st_blocks * 512
+                if count > lim.folder_files:
+                    return f"the notebook's folder holds more than {lim.folder_files} files"
+                if size > lim.folder_mb * 2**20:
+                    return f"the notebook's folder grew past {lim.folder_mb} MiB"
+    except OSError:
+        return None
     return None
 
 
@@ -497,6 +555,7 @@ class Watchdog:
                 )
         if reason:
             self.killed[pid] = reason
+            km.stop_reason = reason
             for p in reversed(procs):
                 try:
                     p.kill()

@@ -14,6 +14,11 @@ The verdict of every test cell is computed in this process, which never runs stu
 code: :class:`autograder.preprocessors.CheckedExecute` has the sandboxed kernel serve
 the notebook's functions and modules as data, and runs the checks (hidden ones
 included, from the repository, never copied into the job) against proxies of them.
+
+The kernel runs in the job's run folder (``job['run']``, see
+:func:`autograder.jobs.run_folder`), never in the folder nbgrader writes the graded
+notebook to. Each answer says how much CPU time this process spent on the job (``cpu``):
+the parent stops a worker that spends more than its limit on one notebook.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -92,7 +98,12 @@ def grade(job: dict) -> dict:
     # (then an error) would turn correct work into a failure. Wait as long as the cell may.
     cfg.Execute.iopub_timeout = cfg.Execute.timeout
     cfg.Execute.raise_on_iopub_timeout = False
-    cfg.OverwriteCells.add_missing_cells = True
+    # The parent reconciled the submission with the gradebook (autograder.jobs.reconcile):
+    # nothing is missing, and nbgrader's own re-insertion (which fails on an extra or a
+    # missing neighbouring cell) stays off.
+    cfg.OverwriteCells.add_missing_cells = False
+    if job.get("run"):
+        cfg.CpuTimedExecute.run_path = job["run"]
     cfg.LimitOutput.max_lines = job.get("max_lines", 1000)
     cfg.DropStudentOutputs.keep_in = str(root / STUDENT_OUTPUTS)
     cfg.Autograde.autograde_preprocessors = [
@@ -109,7 +120,8 @@ def grade(job: dict) -> dict:
     coursedir = CourseDirectory(config=cfg)
     api = NbGraderAPI(coursedir=coursedir, config=cfg)
     WATCHDOG.clear()
-    CpuTimedExecute.timed_out = 0
+    CpuTimedExecute.reset()
+    start = time.process_time()
     result = api.autograde(job["chapter"], job["student"], force=True, create=True)
     return {
         "job": job["job"],
@@ -118,7 +130,11 @@ def grade(job: dict) -> dict:
         "log": (result.get("log") or "")[-4000:],
         "killed": "; ".join(sorted(set(WATCHDOG.killed.values()))),
         "events": "; ".join(sorted(set(WATCHDOG.events.values()))),
+        "stopped": CpuTimedExecute.stopped or "",
+        "stopped_cell": CpuTimedExecute.stopped_cell,
         "wall_timeouts": CpuTimedExecute.timed_out,
+        "waited": CpuTimedExecute.waited,
+        "cpu": round(time.process_time() - start, 2),
     }
 
 

@@ -9,7 +9,9 @@ look right on the usual inputs:
 - :func:`on_meta`: tensors made inside stay on the inputs' device (no ``torch.arange``
   without ``device=``, no ``.cpu()``), proven on the ``meta`` device, so that a
   grader without a GPU sees it;
-- :func:`float64_device`: where float64 is tested (the CPU for a device without it);
+- :func:`float64_device`: where float64 is tested (the CPU for a device without it), and
+  :data:`FLOAT64`, the tolerance that tells float64 from float32 computed and cast back;
+- :func:`expect_gradient_values`: the gradient is the derivative (finite differences);
 - :func:`expect_dropout_pattern`: dropout with 0 < p < 1 zeroes a fraction p of the
   weights and scales the rest by 1 / (1 - p), once;
 - :func:`largest_intermediate`: the largest tensor the code under test creates.
@@ -25,11 +27,70 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
-from checks._core import CheckError, calling, is_harness_file, shape_str
+from checks._core import (
+    CheckError,
+    CrashInCodeUnderTest,
+    _number,
+    calling,
+    change_of,
+    excerpt,
+    is_harness_file,
+    mutation_of,
+    shape_str,
+)
 
 _clone = torch.Tensor.clone
-_equal = torch.equal
-_isnan = torch.isnan
+
+
+# --------------------------------------------------------------------------
+# The property classes every graded target's checks cover, declared target by target.
+# --------------------------------------------------------------------------
+
+CLASSES = ("float64", "gradient", "meta", "dropout", "unchanged")
+CLASS_MEANING = {
+    "float64": "float64 in, float64 out, computed in float64 (equal to a float64 reference "
+    "to FLOAT64)",
+    "gradient": "a gradient reaches every input and parameter, and it is the derivative "
+    "(finite differences in float64)",
+    "meta": "the forward on the meta device: no tensor made on the CPU, none moved off",
+    "dropout": "dropout with 0 < p < 1 in training, applied once, and none in eval",
+    "unchanged": "the inputs (and a module's own tensors) left as they were",
+}
+PROPERTIES: dict[str, dict[str, tuple[str, ...] | str]] = {}
+
+
+def properties(target: str, **classes) -> None:
+    """Declare, for a graded target, the check groups that test each property class.
+
+    Each class of :data:`CLASSES` is given either the groups that test it (a tuple of group
+    names; a known-wrong answer in ``tests/wrong`` that breaks the class must fail every one,
+    see ``tests/test_properties.py``) or why it does not apply, a string ``"n/a: ..."``.
+
+    Example::
+
+        properties(
+            "masked_softmax",
+            float64=("masked_softmax.safety",),
+            dropout="n/a: masked_softmax has no dropout",
+            ...
+        )
+    """
+    missing = set(CLASSES) - set(classes)
+    unknown = set(classes) - set(CLASSES)
+    if missing or unknown:
+        raise TypeError(f"{target}: classes missing {sorted(missing)}, unknown {sorted(unknown)}")
+    for name, groups in classes.items():
+        if isinstance(groups, str):
+            if not groups.startswith("n/a: ") or len(groups) < 12:
+                raise TypeError(f"{target}.{name}: say why it does not apply: 'n/a: <why>'")
+        elif not (isinstance(groups, tuple) and groups and all(isinstance(g, str) for g in groups)):
+            raise TypeError(f"{target}.{name}: give a tuple of group names, got {groups!r}")
+    PROPERTIES[target] = dict(classes)
+
+
+# A float64 result against an independent float64 reference: float32 rounding (about 6e-8
+# of each value) anywhere inside shows; summing in another order (about 1e-15) does not.
+FLOAT64 = dict(atol=1e-10, rtol=1e-9)
 
 
 def float64_device(device) -> torch.device:
@@ -49,6 +110,10 @@ def _tensors(args, kwargs, names=None) -> list[tuple[str, torch.Tensor]]:
 def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
     """Call ``fn(*args, **kwargs)`` and check that it left every tensor argument unchanged.
 
+    The code under test gets copies (see :func:`checks._core._run`): a change it makes in
+    place is recorded, not made, and reported here. A module's forward must leave the
+    module's parameters and buffers as they were, too.
+
     Args:
         fn: the function or module to call.
         what: the call as the student would write it, for messages.
@@ -56,31 +121,42 @@ def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
         under: the function or class under test, to point at its line if it crashes.
     """
     named = _tensors(args, kwargs, names)
-    before = [(n, t, _clone(t.detach()), t.dtype, tuple(t.shape)) for n, t in named]
+    before = [(n, t, _clone(t.detach()) if t.device.type != "meta" else t) for n, t in named]
     with calling(what, under if under is not None else fn):
         out = fn(*args, **kwargs)
-    for name, t, copy, dtype, shape in before:
-        if t.dtype != dtype or tuple(t.shape) != shape:
+    for name, t, copy in before:
+        change = change_of(copy, t)
+        if change is None:
+            continue
+        if change[0] == "layout":
+            _, dtype, shape, now_dtype, now_shape = change
             raise CheckError(
                 f"{what} changed its input {name} in place: it was {dtype} of shape "
-                f"{shape_str(shape)} and is now {t.dtype} of shape {shape_str(t.shape)}. "
+                f"{shape_str(shape)} and is now {now_dtype} of shape {shape_str(now_shape)}. "
                 "Work on a new tensor (unsqueeze, not unsqueeze_)."
             )
-        now = t.detach()
-        if t.device.type == "meta":
-            continue
-        same = (now == copy) | (_isnan(now) & _isnan(copy)) if now.is_floating_point() else None
-        if same is None:
-            same = now == copy
-        if not bool(same.all()):
-            index = tuple(int(i) for i in torch.nonzero(~same)[0])
-            raise CheckError(
-                f"{what} modified its input {name} in place: at index {shape_str(index)} it "
-                f"was {copy[index].item():.6g} and is now {now[index].item():.6g}. The caller "
-                "may still need it: compute a new tensor (masked_fill, torch.where, clamp, "
-                "not X[...] = ..., masked_fill_ or clamp_)."
-            )
+        _, index, was, now = change
+        raise CheckError(
+            f"{what} modified its input {name} in place: at index {shape_str(index)} it "
+            f"was {_number(was)} and is now {_number(now)}. The caller "
+            "may still need it: compute a new tensor (masked_fill, torch.where, clamp, "
+            "not X[...] = ..., masked_fill_ or clamp_)."
+        )
+    change = mutation_of(_root_of(fn))
+    if change is not None and change[0] == "parameters":
+        raise CheckError(
+            f"{what} changed the module's own tensors in place ({', '.join(change[1])}): a "
+            "forward must leave its parameters and buffers as they are (no .data, copy_ or "
+            "zero_ on them)."
+        )
     return out
+
+
+def _root_of(fn):
+    """The module proxy whose tensors a call of ``fn`` may change (``fn`` itself otherwise)."""
+    from checks._remote import RemoteModule
+
+    return fn._root if isinstance(fn, RemoteModule) else fn
 
 
 def expect_gradients(out: torch.Tensor, named: dict, what: str, *, seed: int = 0) -> None:
@@ -145,18 +221,93 @@ class _Watch(TorchFunctionMode):
         """What this watch saw, as data (sent back by the kernel)."""
         return None
 
+    def report_crash(self, err: BaseException):
+        """What this watch saw until the call crashed with ``err`` (sent back by the kernel)."""
+        return self.report()
+
     def merge(self, report) -> None:
         """Take in what the same watch saw in the kernel."""
 
 
+# Reads of a tensor's values, which a meta tensor (no data) cannot answer. When one of these,
+# called by the code under test on a meta tensor, raises, the device check cannot go on: the
+# watch sees the call and its exception itself (never the text of an exception of the code
+# under test), and only that exception, reaching the check, lets the check skip the property.
+DATA_READS = frozenset(
+    {
+        "item",
+        "tolist",
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__index__",
+        "__complex__",
+        "nonzero",
+        "argwhere",
+        "masked_select",
+        "unique",
+        "unique_consecutive",
+        "repeat_interleave",
+        "bincount",
+        "equal",
+        "allclose",
+        "__getitem__",
+        "__setitem__",
+        "index_put",
+        "index_put_",
+    }
+)
+
+
+def _plain_index(index, depth=0) -> bool:
+    """Whether an index is made of ints, slices, None, ... and tensors only (no object of the
+    code under test whose ``__index__`` could raise whatever it likes)."""
+    if depth > 4:
+        return False
+    if index is None or index is ... or isinstance(index, (bool, int, torch.Tensor)):
+        return True
+    if isinstance(index, slice):
+        return all(_plain_index(x, depth + 1) for x in (index.start, index.stop, index.step))
+    if type(index) in (tuple, list):
+        return all(_plain_index(x, depth + 1) for x in index)
+    return False
+
+
 class _DeviceWatch(_Watch):
-    """Raise a CheckError where code running on meta tensors mixes in (or moves to) the CPU."""
+    """Raise a CheckError where code running on meta tensors mixes in (or moves to) the CPU.
+
+    It also notes a read of values on a meta tensor that raised (:data:`DATA_READS`): the one
+    reason for which :func:`on_meta` skips its property.
+    """
 
     NAME = "device"
 
+    def __init__(self):
+        super().__init__()
+        self.data_read: tuple[str, BaseException] | None = None  # (op, the exception it raised)
+
+    def blames(self, err: BaseException) -> str | None:
+        """The read of values on meta that raised ``err`` (or an exception in its chain)."""
+        seen = set()
+        while err is not None and id(err) not in seen:
+            seen.add(id(err))
+            if self.data_read is not None and err is self.data_read[1]:
+                return self.data_read[0]
+            if isinstance(err, (CrashInCodeUnderTest, CheckError)):
+                op = getattr(err, "data_dependent", None)
+                if isinstance(op, str) and op in DATA_READS:
+                    return op
+            # the chain Python shows: the cause, or the context unless it was suppressed
+            err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
+        return None
+
+    def report_crash(self, err: BaseException):
+        op = self.blames(err)
+        return {"data_dependent": op} if op else None
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        leaves = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        leaves = _tensor_leaves(args, kwargs)
         on_meta = any(t.device.type == "meta" for t in leaves)
         on_cpu = [t for t in leaves if t.device.type == "cpu" and t.dim() > 0]
         name = getattr(func, "__name__", str(func))
@@ -172,12 +323,29 @@ class _DeviceWatch(_Watch):
                 f".{name}() moves a tensor off the inputs' device: on a GPU the result would "
                 "come back on the CPU. Keep every tensor on the inputs' device."
             )
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except Exception as err:
+            if on_meta and name in DATA_READS and _plain_index(args[1:]):
+                self.data_read = (name, err)
+            raise
         if on_meta and name == "to" and isinstance(out, torch.Tensor) and out.device.type == "cpu":
             raise _device_error(
                 ".to(...) moved a tensor to the CPU: keep every tensor on the inputs' device."
             )
         return out
+
+
+def _tensor_leaves(args, kwargs) -> list:
+    """The tensors among a torch function's arguments, in lists and tuples too (one level: what
+    torch functions take), without the cost of a general pytree walk on every call."""
+    found = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, torch.Tensor))
+    return found
 
 
 def _device_error(message: str) -> CheckError:
@@ -191,32 +359,31 @@ def _device_error(message: str) -> CheckError:
     return CheckError(message)
 
 
-# What a device without data cannot do: read values. Code that needs them cannot be judged on
-# meta, so such a crash is no failure of the device check (the values checks test that code).
-_DATA_DEPENDENT = (
-    "meta tensor",
-    "meta device",
-    "data-dependent",
-    "cannot be called on meta",
-    "register_meta",
-)
-
-
 def on_meta(call, what: str, under=None):
     """Run ``call()`` (which builds its inputs on ``meta``) and check the result stays on meta.
 
-    Returns the output, or None when the code under test needs the values of its inputs
-    (``.item()``, ``.tolist()``, boolean indexing), which a meta tensor does not have.
+    Returns the output, or None when the code under test read the values of a meta tensor
+    (``.item()``, ``.tolist()``, boolean indexing), which a meta tensor does not have: the
+    watch saw that read raise, and the check reached the exception it raised. Any other
+    crash on meta, whatever its type or message, fails the property.
     """
+    watch = _DeviceWatch()
     try:
-        with _DeviceWatch():
+        with watch:
             with calling(what, under):
                 out = call()
     except NotImplementedError as err:  # calling() lets these through: an exercise not done yet
-        if any(s in str(err) for s in _DATA_DEPENDENT):
+        if watch.blames(err):
             return None
-        raise
+        message = err.message if isinstance(err, CrashInCodeUnderTest) else str(err)
+        raise CheckError(
+            f"{what} raised NotImplementedError: {excerpt(message)}\n      The code must run "
+            "on any device: on a GPU it gets tensors there, and on the meta device (tensors "
+            "without data) the checks see where each tensor is made."
+        ) from None
     except CheckError as err:
+        if watch.blames(err):
+            return None
         cause = err.__cause__
         text = f"{type(cause).__name__}: {cause}" if cause is not None else ""
         if cause is not None and "expected device" in text:
@@ -224,8 +391,6 @@ def on_meta(call, what: str, under=None):
                 f"{err}\n      (a tensor was made on the CPU while the inputs were on another "
                 "device: pass device=... when you create it)"
             ) from None
-        if cause is not None and any(s in text for s in _DATA_DEPENDENT):
-            return None
         raise
     for t in out if isinstance(out, tuple) else (out,):
         if isinstance(t, torch.Tensor) and t.device.type != "meta":
@@ -282,7 +447,7 @@ class _SizeWatch(_Watch):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        for t in tree_leaves(out):
+        for t in [out] if isinstance(out, torch.Tensor) else tree_leaves(out):
             if isinstance(t, torch.Tensor) and t.numel() > self.largest[0]:
                 self.largest = (t.numel(), tuple(t.shape))
         return out
@@ -308,11 +473,17 @@ def seeded(seed: int):
 
 
 def expect_gradient_values(f, inputs: dict, what: str, *, seed: int = 0, eps: float = 1e-6):
-    """The gradient autograd gives must be the derivative: checked along a random direction.
+    """The gradient autograd gives must be the derivative, by finite differences in float64.
 
-    In float64: for L(x) = Σ f(x) ⊙ R, compare Σ_i ⟨∂L/∂x_i, u_i⟩ with the central difference
-    (L(x + εu) - L(x - εu)) / 2ε. A value computed under ``torch.no_grad()`` or detached
-    somewhere inside (but not everywhere) gives a gradient that is not the derivative.
+    The idea of ``torch.autograd.gradcheck``'s fast mode, written out: for L(x) = Σ f(x) ⊙ R
+    with a random R, compare Σ_i ⟨∂L/∂x_i, u_i⟩ from autograd with the central difference
+    (L(x + εu) - L(x - εu)) / 2ε along a random direction u: three calls of the code under
+    test. ``tests/test_checks_core.py`` proves that it gives the verdict of gradcheck's full
+    Jacobian (its slow mode: two calls per input entry); gradcheck's fast mode, whose
+    tolerance scales with the directions, passes a sine computed in float32, this does not.
+    A value computed under ``torch.no_grad()``, detached somewhere inside (but not
+    everywhere), or computed in float32 and cast back (the finite difference is then mostly
+    rounding) fails.
 
     Args:
         f: ``f(**inputs)`` returns the output tensor.
@@ -336,5 +507,5 @@ def expect_gradient_values(f, inputs: dict, what: str, *, seed: int = 0, eps: fl
         raise CheckError(
             f"{what}: the gradient is not the derivative of the output. Along a random "
             f"direction autograd gives {analytic:.8g}, the finite difference {numeric:.8g}. "
-            "Is part of the computation detached or under torch.no_grad()?"
+            "Is part of the computation detached, under torch.no_grad(), or done in float32?"
         )

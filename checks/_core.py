@@ -18,10 +18,13 @@ import functools
 import importlib
 import linecache
 import math
+import numbers
 import os
 import pkgutil
 import re
 import sysconfig
+import unicodedata
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -64,6 +67,45 @@ class CheckInternalError(Exception):
     Deliberately not a :class:`CheckError`: a test that expects a wrong answer to
     be caught must not be satisfied by a check that merely fell over.
     """
+
+
+# --------------------------------------------------------------------------
+# Text that comes from the code under test: bounded and sanitized before it is shown.
+# --------------------------------------------------------------------------
+
+EXCERPT_CHARS = 400  # the most of a student's exception message a check shows
+EXCERPT_LINES = 4
+_ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-_])")
+
+
+def _shown(char: str) -> bool:
+    """Whether a character may be shown: no control or format character but the newline
+    (bidirectional overrides, zero-width characters and escape sequences can hide or reorder
+    what a reader sees)."""
+    if char == "\n":
+        return True
+    return unicodedata.category(char) not in ("Cc", "Cf", "Cs", "Co", "Cn")
+
+
+def excerpt(text, max_chars: int = EXCERPT_CHARS, max_lines: int = EXCERPT_LINES) -> str:
+    """A bounded, sanitized excerpt of ``text`` (a student's exception message, a name).
+
+    Escape sequences and control characters are removed (tabs become spaces); at most
+    ``max_lines`` lines and ``max_chars`` characters are kept, and what is cut is counted,
+    so that no check can echo a file that the code under test read and raised.
+    """
+    text = _ANSI.sub("", str(text)).replace("\t", " ").replace("\r\n", "\n").replace("\r", "\n")
+    text = "".join(c for c in text if _shown(c))
+    lines = text.split("\n")
+    kept = "\n".join(lines[:max_lines])
+    cut_lines = len(lines) - min(len(lines), max_lines)
+    if len(kept) > max_chars:
+        kept = kept[:max_chars]
+    cut = len(text) - len(kept)
+    if cut > 0:
+        more = f"{cut_lines} more lines, " if cut_lines else ""
+        kept = kept.rstrip() + f" … ({more}{cut} more characters not shown)"
+    return kept
 
 
 # --------------------------------------------------------------------------
@@ -180,17 +222,25 @@ def _source_file(fn) -> str | None:
 
 
 def describe_crash(what: str, err: BaseException, fn=None) -> str:
-    """``"<what> raised <Type>: <message>"``, and the line of the code under test it came from.
-
-    The line is the innermost one of the code under test in the file that defines
-    ``fn`` (the student's own code) if there is one, else the innermost one that
-    is not a ``raise`` statement (whose message is already shown).
+    """``"<what> raised <Type>: <message>"`` (an excerpt, see :func:`excerpt`), and the line of
+    the code under test it came from (:func:`crash_line`).
     """
     if isinstance(err, CrashInCodeUnderTest):
-        return f"{what} raised {err.type_name}: {err.message}" + (
-            f"\n      {err.where}" if err.where else ""
+        return f"{what} raised {excerpt(err.type_name, 80, 1)}: {excerpt(err.message)}" + (
+            f"\n      {excerpt(err.where, 300, 1)}" if err.where else ""
         )
-    text = f"{what} raised {type(err).__name__}: {err}"
+    text = f"{what} raised {type(err).__name__}: {excerpt(err)}"
+    where = crash_line(err, fn)
+    return text + (f"\n      {where}" if where else "")
+
+
+def crash_line(err: BaseException, fn=None) -> str:
+    """``"at line 3 of forward: X[~mask] = 0"``: where in the code under test ``err`` came from.
+
+    The line is the innermost one of the code under test in the file that defines ``fn``
+    (the student's own code) if there is one, else the innermost one that is not a
+    ``raise`` statement (whose message is already shown); "" if none.
+    """
     entries = []  # (file, source line, where), outermost first
     for tb in _frames_under_test(err):
         code = tb.tb_frame.f_code
@@ -199,10 +249,10 @@ def describe_crash(what: str, err: BaseException, fn=None) -> str:
             entries.append((code.co_filename, line, f"line {tb.tb_lineno} of {code.co_name}"))
     own = _source_file(fn) if fn is not None else None
     chosen = [e for e in entries if e[0] == own] or [e for e in entries if not _RAISE.match(e[1])]
-    if chosen:
-        _, line, where = chosen[-1]
-        text += f"\n      at {where}: {line}"
-    return text
+    if not chosen:
+        return ""
+    _, line, where = chosen[-1]
+    return f"at {excerpt(where, 120, 1)}: {excerpt(line, 200, 1)}"
 
 
 @contextlib.contextmanager
@@ -320,14 +370,41 @@ def _internal_error(item: Check, device, err: Exception) -> CheckInternalError:
     )
 
 
+PROBLEM_CHARS = 2000  # the most one check's failure may print (a backstop: see excerpt)
+PROBLEM_LINES = 30
+
+
 def _run(group: str, fn: Callable, devices, verbose: bool, echo: Callable = print) -> None:
+    """Run ``group`` against ``fn``; a callable of this process is checked through a proxy.
+
+    The checks never hand the code under test their own tensors: in the grader every call
+    crosses to the kernel as data (:mod:`checks._remote`), and here, in the notebook or under
+    pytest, ``fn`` is served in this process by the same server (:func:`checks._remote.local`),
+    so every call gets copies of its inputs and a change in place is reported, not made.
+    """
     if group not in REGISTRY:
         known = ", ".join(sorted(REGISTRY)) or "none"
         raise KeyError(f"no check group named {group!r}; known groups: {known}")
     if not callable(fn):
-        raise CheckError(f"expected a function to check, got {type(fn).__name__}")
+        raise CheckError(f"expected a function to check, got {excerpt(type(fn).__name__, 80, 1)}")
+    from checks import _remote
+
+    session = None
+    if not _remote.is_proxy(fn):
+        session, fn = _remote.local(fn)
+    try:
+        _run_checks(group, fn, devices, verbose, echo)
+    finally:
+        if session is not None:
+            session.close()
+
+
+def _run_checks(group: str, fn: Callable, devices, verbose: bool, echo: Callable) -> None:
     devices = list(devices) if devices is not None else available_devices()
-    name = getattr(fn, "__name__", type(fn).__name__)
+    name = excerpt(getattr(fn, "__name__", type(fn).__name__), 80, 1)
+    from checks import _quiz  # a question's group: no ✓ for its form (see checks/_quiz.py)
+
+    question = _quiz.is_question(group)
     failures = []
     for item in REGISTRY[group]:
         problems = []
@@ -345,16 +422,19 @@ def _run(group: str, fn: Callable, devices, verbose: bool, echo: Callable = prin
                 problems.append(f"on {device}: {describe_crash(name, err, fn)}")
         names = ", ".join(str(d) for d in devices)
         if problems:
-            failures.append(f"✗ {item.question}\n    " + "\n    ".join(problems))
+            text = excerpt("\n    ".join(problems), PROBLEM_CHARS, PROBLEM_LINES)
+            failures.append(f"✗ {item.question}\n    " + text)
             if verbose:
                 echo(failures[-1])
-        elif verbose:
+        elif verbose and not question:
             echo(f"✓ {item.question} [{names}]")
     if failures:
         summary = f"{len(failures)} of {len(REGISTRY[group])} checks in {group!r} failed"
         if verbose:  # the ✗ lines are printed already: say so instead of repeating them
             raise CheckError(f"{summary} (the ✗ lines above say why)")
         raise CheckError(f"{summary}:\n" + "\n".join(failures))
+    if question:  # right or wrong in self-study, "recorded" where it is graded
+        _quiz.verdict(group, fn, echo if verbose else None)
 
 
 def run(group: str, fn: Callable, *, devices=None, verbose: bool = True, _run=_run) -> None:
@@ -498,16 +578,77 @@ def expect_attached(x: torch.Tensor, name: str) -> None:
         )
 
 
+# Changes in place that the code under test made to what the checks gave it. The checks'
+# own objects never change (the code gets copies, see _run); a change is noted here, by the
+# object the checks hold, for expect_unchanged and invoke to report.
+_MUTATIONS: dict[int, tuple] = {}
+
+
+def note_mutation(obj, change: tuple) -> None:
+    """Record that the code under test changed its copy of ``obj`` in place.
+
+    ``change`` is ``("value", index, was, now)``, ``("layout", was dtype, was shape, now dtype,
+    now shape)`` or, for a module, ``("parameters", names)``.
+    """
+    for key in [k for k, (ref, _) in _MUTATIONS.items() if ref() is None]:
+        del _MUTATIONS[key]
+    _MUTATIONS[id(obj)] = (weakref.ref(obj), change)
+
+
+def mutation_of(obj) -> tuple | None:
+    """The change in place recorded for ``obj`` (see :func:`note_mutation`), or None."""
+    entry = _MUTATIONS.get(id(obj))
+    if entry is None or entry[0]() is not obj:
+        return None
+    return entry[1]
+
+
+def compared(before: torch.Tensor, after: torch.Tensor) -> tuple | None:
+    """How ``after`` differs from ``before``, as :func:`note_mutation` records it, or None."""
+    if before.dtype != after.dtype or tuple(before.shape) != tuple(after.shape):
+        return ("layout", before.dtype, tuple(before.shape), after.dtype, tuple(after.shape))
+    if before.device.type == "meta" or after.device.type == "meta":
+        return None
+    a, b = before.detach(), after.detach().to(before.device)
+    same = a == b
+    if a.is_floating_point() or a.is_complex():
+        same = same | (_isnan(a) & _isnan(b))
+    if bool(same.all()):
+        return None
+    index = tuple(int(i) for i in torch.nonzero(~same)[0])
+    return ("value", index, a[index].item(), b[index].item())
+
+
+def change_of(before: torch.Tensor, after: torch.Tensor) -> tuple | None:
+    """The change in place of the checks' tensor ``after``: recorded, or seen against ``before``."""
+    return mutation_of(after) or compared(before, after)
+
+
+def _number(value) -> str:
+    return f"{value:.6g}" if isinstance(value, (int, float)) else str(value)
+
+
 def expect_unchanged(before: torch.Tensor, after: torch.Tensor, name: str) -> None:
-    """Check that the code under test left its input ``name`` as it was."""
-    same = (before == after) | (_isnan(before) & _isnan(after))
-    if not bool(same.all()):
-        index = tuple(int(i) for i in torch.nonzero(~same)[0])
+    """Check that the code under test left its input ``name`` as it was.
+
+    ``after`` is the tensor the checks passed; ``before`` a copy made before the call.
+    """
+    change = change_of(before, after)
+    if change is None:
+        return
+    if change[0] == "layout":
+        _, dtype, shape, now_dtype, now_shape = change
         raise CheckError(
-            f"{name} was modified in place: at index {shape_str(index)} it was "
-            f"{before[index].item():.6g} and is now {after[index].item():.6g}. "
-            "Return a new tensor instead of writing into the input."
+            f"{name} was modified in place: it was {dtype} of shape {shape_str(shape)} and is "
+            f"now {now_dtype} of shape {shape_str(now_shape)}. Return a new tensor instead of "
+            "changing the input."
         )
+    _, index, was, now = change
+    raise CheckError(
+        f"{name} was modified in place: at index {shape_str(index)} it was "
+        f"{_number(was)} and is now {_number(now)}. "
+        "Return a new tensor instead of writing into the input."
+    )
 
 
 def random_tensor(*shape, seed: int, device, dtype=torch.float32, scale: float = 1.0):
@@ -555,15 +696,37 @@ def expect_choice(answer, options: str, name: str) -> str:
             f"{name} should be one of the letters {', '.join(map(repr, options))}, "
             f"got {answer!r} ({type(answer).__name__})"
         )
+    from checks import _quiz
+
+    _quiz.record(name, answer.strip().lower(), f"a letter {options[0]}–{options[-1]}")
     return answer.strip().lower()
 
 
+def real_number(answer):
+    """``answer`` as a Python number where it is one in another form; else ``answer`` itself.
+
+    What counts as a number, here and through the grader's proxies alike (the kernel sends
+    NumPy scalars as Python numbers, with this function): an ``int`` or a
+    ``float`` (a ``bool`` is not a number), a real NumPy scalar (``numpy.float64(15.0)``,
+    ``numpy.int64(3)``), or a tensor of one element of a real dtype (``torch.tensor(15.0)``).
+    """
+    if isinstance(answer, torch.Tensor) and answer.numel() == 1:
+        if answer.dtype != torch.bool and not answer.is_complex() and answer.device.type != "meta":
+            return answer.item()
+    if type(answer).__module__ == "numpy" and isinstance(answer, numbers.Real):
+        item = answer.item()
+        if isinstance(item, (int, float)) and not isinstance(item, bool):
+            answer = item
+    if type(answer) is int and abs(answer) > 2**1023:  # too large for a float: not finite
+        return math.inf
+    return answer
+
+
 def expect_number(answer, name: str) -> float:
-    """Check that ``answer`` is a real number (int or float, not bool); return it as a float."""
+    """Check that ``answer`` is a real number (see :func:`real_number`); return it as a float."""
     if answer is ... or answer is None:
         raise CheckError(f"{name}: no answer yet: set it to a number")
-    if isinstance(answer, torch.Tensor) and answer.numel() == 1:
-        answer = answer.item()
+    answer = real_number(answer)
     if (
         isinstance(answer, bool)
         or not isinstance(answer, (int, float))
@@ -572,4 +735,7 @@ def expect_number(answer, name: str) -> float:
         raise CheckError(
             f"{name} should be a finite number, got {answer!r} ({type(answer).__name__})"
         )
+    from checks import _quiz
+
+    _quiz.record(name, float(answer), "a number")
     return float(answer)

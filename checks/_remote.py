@@ -1,4 +1,4 @@
-"""Checks whose verdict is computed outside the notebook: the student's code runs remotely.
+"""Checks whose verdict is computed outside the notebook: the grader's side of the protocol.
 
 At grading time the checks run in the grader's trusted process, which never runs a line
 of student code, and the student's functions and modules run in the sandboxed kernel.
@@ -6,31 +6,37 @@ The checks are the same ones a student runs in the notebook: the grader hands ea
 check a *proxy* in place of the student's function, and every call of the proxy is
 one request to the kernel, answered with data only.
 
-The two sides:
+The protocol has three modules:
 
-- :func:`serve` runs in the kernel (the grader sends one cell that calls it). It
-  answers requests from a Unix socket until the grader says ``bye``: call this object
-  with these arguments, read this attribute, backpropagate this call.
-- :class:`Session` runs in the grader. :meth:`Session.proxy` gives a stand-in for a
-  named object of the notebook: :class:`RemoteFunction`, :class:`RemoteModule` (an
-  ``nn.Module`` instance), or :class:`RemoteObject`.
+- :mod:`checks._wire`: the one codec both sides use (a JSON header and raw tensor bytes,
+  never pickle);
+- :mod:`checks._serve`: the kernel's side (:func:`checks._serve.serve` answers requests on
+  a Unix socket: call this object with these arguments, read this attribute, backpropagate
+  this call);
+- this module: :class:`Session` and its proxies, :class:`RemoteFunction`,
+  :class:`RemoteModule` (an ``nn.Module`` instance) and :class:`RemoteObject`.
 
-What crosses the socket is ``torch.save`` of plain data (tensors, numbers, strings,
-tuples, lists, dicts, None) and is read with ``torch.load(weights_only=True)``: no
-object of the kernel's making is ever unpickled by the grader. Objects that are not
-data (a module, a function, an array) stay in the kernel and are named by a handle.
+The self-check in the notebook, and pytest on the solutions, go through the same proxies:
+:func:`local` serves a function of this process with the kernel's own server, in this
+process (:class:`InProcess`). So a check sees the same behaviour wherever it runs.
 
-What the proxies keep of a local call's behaviour:
+What the proxies keep of a local call's behaviour, and what they do not:
 
-- the values returned, the inputs after the call (a change in place shows up in the
-  caller's tensors, as it would locally) and the global random state (sent before a call
-  whenever the checks changed it, so that seeded construction and dropout draw what they
-  would draw locally; never taken back, so the kernel cannot choose the checks' inputs);
+- the values returned; the inputs are **never** changed: the code under test works on
+  copies, and a change it makes in place to one is recorded
+  (:func:`checks._core.note_mutation`) for the checks that test it, ``invoke`` and
+  ``expect_unchanged``; every reference a check computes from its inputs, before or after
+  the call, is computed from what it made;
+- the global random state (sent before a call whenever the checks changed it, so that
+  seeded construction and dropout draw what they would draw locally; never taken back, so
+  the kernel cannot choose the checks' inputs);
 - gradients: an output that depends on inputs (or parameters) that require grad comes
   back attached to them through :class:`_RemoteCall`, whose backward asks the kernel
   for the gradients of that call;
 - a module's parameters and buffers: local mirrors, pushed to the kernel before a
-  call when the checks changed them, fetched again when the kernel's changed;
+  call when the checks changed them, fetched again when a method (``train``, ``double``)
+  changed the kernel's. A forward that changes them is undone by the server and recorded,
+  like a change of an input;
 - the checks' watches (:mod:`checks._contract`'s device and size watches): a call made
   inside one runs inside the same watch in the kernel.
 
@@ -41,388 +47,131 @@ references, the comparisons and the verdict are computed here.
 from __future__ import annotations
 
 import contextlib
-import io
 import socket
-import struct
 import threading
 
 import torch
 
-from checks._core import CheckError, CrashInCodeUnderTest, describe_crash
+from checks import _wire
+from checks._core import CheckError, CrashInCodeUnderTest, compared, excerpt, note_mutation
+from checks._serve import TAGS, Server, dtype_named, payload_of
+from checks._wire import MAX_FRAME, RemoteError, tensors_of
 
-MAX_FRAME = 512 * 2**20  # the largest message either side accepts
-_HEADER = struct.Struct(">Q")
-
-
-class RemoteError(CheckError):
-    """The kernel stopped answering or answered something that is not the protocol."""
-
-
-# --------------------------------------------------------------------------
-# Frames: an 8-byte length and a torch.save payload, read with weights_only=True.
-# --------------------------------------------------------------------------
-
-
-def _send(sock: socket.socket, obj) -> None:
-    buf = io.BytesIO()
-    torch.save(obj, buf)
-    data = buf.getvalue()
-    sock.sendall(_HEADER.pack(len(data)) + data)
-
-
-def _recv_exactly(sock: socket.socket, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            raise RemoteError(
-                "the notebook stopped answering the grader's checks (its kernel was "
-                "interrupted, ran out of a limit, or closed the connection)"
-            )
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def _recv(sock: socket.socket):
-    (size,) = _HEADER.unpack(_recv_exactly(sock, _HEADER.size))
-    if size > MAX_FRAME:
-        raise RemoteError(f"the notebook sent {size:,} bytes at once, more than {MAX_FRAME:,}")
-    data = _recv_exactly(sock, size)
-    try:
-        return torch.load(io.BytesIO(data), weights_only=True, map_location=None)
-    except Exception as err:
-        raise RemoteError(f"the notebook sent something that is not data: {err}") from None
-
-
-# Encoded values. On the wire a value is data, or one of these tagged tuples:
-#   ("__ref__", handle, kind, name)   an object that stays in the kernel
-#   ("__dtype__", "float64")          a torch.dtype
-#   ("__device__", "cuda:0")          a torch.device
-#   ("__tuple__", [items])            a tuple (kept apart from lists)
-#   ("__ellipsis__",)                 ... (an answer cell left as the notebook gives it)
-_TAGS = ("__ref__", "__dtype__", "__device__", "__tuple__", "__ellipsis__")
-
-
-def _dtype(name: str) -> torch.dtype:
-    value = getattr(torch, name, None)
-    if not isinstance(value, torch.dtype):
-        raise RemoteError(f"unknown dtype {name!r}")
-    return value
+__all__ = [
+    "MAX_FRAME",
+    "InProcess",
+    "RemoteClass",
+    "RemoteError",
+    "RemoteFunction",
+    "RemoteModule",
+    "RemoteObject",
+    "Session",
+    "is_proxy",
+    "local",
+]
 
 
 # --------------------------------------------------------------------------
-# The kernel's side.
+# Transports: a socket to the kernel, or the kernel's server in this process.
 # --------------------------------------------------------------------------
 
 
-class _Server:
-    """The kernel's end: a table of objects by handle and the graphs of recent calls."""
+class SocketTransport:
+    """Requests and replies as frames on a connected socket."""
 
-    KEEP_CALLS = 64  # graphs kept for a backward (the oldest are dropped first)
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+
+    def exchange(self, request):
+        with _untracked():
+            _wire.send(self.sock, request)
+            return _wire.recv(self.sock)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError), _untracked():
+            _wire.send(self.sock, {"op": "bye"})
+        self.sock.close()
+
+
+class InProcess:
+    """The kernel's :class:`checks._serve.Server`, in this process: the self-check's kernel.
+
+    Each request and reply goes through the codec, as on a socket, so the server works on
+    copies and the checks get copies; the server runs outside the checks' watches (it enters
+    its own, as in a kernel) and with its own random state.
+    """
 
     def __init__(self, targets: dict):
-        self.objects: dict[int, object] = {}
-        self.handles: dict[int, int] = {}
-        self.calls: dict[int, tuple] = {}
-        self.next_call = 0
-        self.targets = targets
-        self.patches: dict[int, list] = {}
+        self.server = Server(targets)
+        self.rng: list | None = None  # the "kernel's" random state between requests
 
-    # ---- values
+    # The requests that run the code under test where it may draw random numbers.
+    DRAWS = ("call", "record")
 
-    def handle(self, obj) -> tuple:
-        key = id(obj)
-        if key not in self.handles:
-            self.handles[key] = len(self.objects) + 1
-            self.objects[self.handles[key]] = obj
-        if isinstance(obj, torch.nn.Module):
-            kind = "module"
-        elif isinstance(obj, type):
-            kind = "class"
-        elif callable(obj):
-            kind = "callable"
-        else:
-            kind = "object"
-        name = getattr(obj, "__qualname__", None) or type(obj).__name__
-        return ("__ref__", self.handles[key], kind, str(name))
+    def exchange(self, request):
+        with _untracked():
+            payload = _wire.encode(request)
+        # as in a kernel: gradients on (a call says when it wants them off), no watch but its
+        # own, and for a call its own random state
+        rng = self._own_random_state() if request.get("op") in self.DRAWS else _nothing()
+        with _without_function_modes(), rng, torch.enable_grad():
+            reply = self.server.handle_request(_wire.decode(payload))
+            payload = payload_of(reply)
+        with _untracked():
+            return _wire.decode(payload)
 
-    def encode(self, value):
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return value
-        if value is ...:
-            return ("__ellipsis__",)
-        if isinstance(value, torch.Tensor):
-            return value.detach()
-        if isinstance(value, torch.dtype):
-            return ("__dtype__", str(value).removeprefix("torch."))
-        if isinstance(value, torch.device):
-            return ("__device__", str(value))
-        if isinstance(value, tuple) and not hasattr(value, "_fields"):
-            return ("__tuple__", [self.encode(v) for v in value])
-        if type(value) is list:
-            return [self.encode(v) for v in value]
-        if type(value) is dict and all(isinstance(k, str) for k in value):
-            return {k: self.encode(v) for k, v in value.items()}
-        return self.handle(value)
-
-    def decode(self, value):
-        if isinstance(value, tuple) and value and value[0] in _TAGS:
-            tag = value[0]
-            if tag == "__ref__":
-                return self.objects[value[1]]
-            if tag == "__dtype__":
-                return _dtype(value[1])
-            if tag == "__device__":
-                return torch.device(value[1])
-            if tag == "__tuple__":
-                return tuple(self.decode(v) for v in value[1])
-            if tag == "__ellipsis__":
-                return ...
-        if isinstance(value, list):
-            return [self.decode(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self.decode(v) for k, v in value.items()}
-        return value
-
-    # ---- module state
-
-    @staticmethod
-    def state_of(module: torch.nn.Module) -> dict:
-        state = {}
-        for name, p in module.named_parameters():
-            state[name] = ("param", p.detach(), p.requires_grad)
-        for name, b in module.named_buffers():
-            state[name] = ("buffer", b.detach(), False)
-        return state
-
-    @staticmethod
-    def fingerprint(module: torch.nn.Module) -> list:
-        items = list(module.named_parameters()) + list(module.named_buffers())
-        return [
-            f"{n}:{id(t)}:{t._version}:{t.dtype}:{t.device}:{tuple(t.shape)}:{t.requires_grad}"
-            for n, t in items
-        ]
-
-    @staticmethod
-    def load_state(module: torch.nn.Module, state: dict) -> None:
-        tensors = dict(module.named_parameters())
-        tensors.update(module.named_buffers())
-        with torch.no_grad():
-            for name, (value, requires_grad) in state.items():
-                t = tensors.get(name)
-                if t is None:
-                    continue
-                if t.shape == value.shape and t.dtype == value.dtype and t.device == value.device:
-                    t.copy_(value)
-                else:
-                    t.data = value.clone()
-                if isinstance(t, torch.nn.Parameter):
-                    t.requires_grad_(requires_grad)
-
-    # ---- requests
-
-    def answer(self, request: dict):
-        op = request["op"]
-        if op == "target":
-            return self.encode(self.targets[request["name"]]())
-        if op == "getattr":
-            return self.encode(getattr(self.objects[request["ref"]], request["name"]))
-        if op == "setattr":
-            setattr(self.objects[request["ref"]], request["name"], self.decode(request["value"]))
-            return None
-        if op == "call":
-            return self.call(request)
-        if op == "backward":
-            return self.backward(request)
-        if op == "push_state":
-            self.load_state(self.objects[request["ref"]], request["state"])
-            return None
-        if op == "state":
-            module = self.objects[request["ref"]]
-            return {"state": self.state_of(module)}
-        if op == "record":
-            return self.record(request)
-        if op == "patch_globals":
-            return self.patch_globals(request)
-        if op == "unpatch":
-            for namespace, saved, names in self.patches.pop(request["token"], []):
-                for name in names:
-                    namespace.pop(name, None)
-                namespace.update(saved)
-            return None
-        raise RemoteError(f"unknown request {op!r}")
-
-    def record(self, request: dict) -> dict:
-        """Call a module with hooks on some submodules; return what they saw (see
-        :meth:`RemoteModule.recorded_call`)."""
-        module = self.objects[request["ref"]]
-        seen, hooks = {}, []
-
-        def after(name):
-            def hook(_, args, kwargs, output):
-                seen[name] = (list(args) + list(kwargs.values()), output)
-
-            return hook
-
-        def before(name):
-            def hook(_, args):
-                seen[name] = args[0]
-
-            return hook
-
+    @contextlib.contextmanager
+    def _own_random_state(self):
+        cuda = torch.cuda.is_available()
+        mine = [torch.get_rng_state()] + (torch.cuda.get_rng_state_all() if cuda else [])
+        if self.rng is not None:
+            torch.set_rng_state(self.rng[0])
+            if cuda and len(self.rng) > 1:
+                torch.cuda.set_rng_state_all(self.rng[1:])
         try:
-            for name, when in request["hooks"].items():
-                sub = module.get_submodule(name)
-                if when == "after":
-                    hooks.append(sub.register_forward_hook(after(name), with_kwargs=True))
-                else:
-                    hooks.append(sub.register_forward_pre_hook(before(name)))
-            with torch.no_grad():
-                module(*self.decode(request["args"]))
+            yield
         finally:
-            for hook in hooks:
-                hook.remove()
-        return self.encode(seen)
+            self.rng = [torch.get_rng_state()] + (torch.cuda.get_rng_state_all() if cuda else [])
+            torch.set_rng_state(mine[0])
+            if cuda and len(mine) > 1:
+                torch.cuda.set_rng_state_all(mine[1:])
 
-    def patch_globals(self, request: dict) -> int:
-        import importlib
-
-        fn = getattr(self.objects[request["ref"]], request["attribute"], None)
-        namespace = getattr(fn, "__globals__", None)
-        token = len(self.patches) + 1
-        if namespace is None:
-            self.patches[token] = []
-            return token
-        names = list(request["names"])
-        saved = {n: namespace[n] for n in names if n in namespace}
-        for name, where in request["names"].items():
-            module, attr = where.split(":")
-            namespace[name] = getattr(importlib.import_module(module), attr)
-        self.patches[token] = [(namespace, saved, names)]
-        return token
-
-    def call(self, request: dict):
-        from checks import _contract
-
-        target = self.objects[request["ref"]]
-        module = self.objects.get(request.get("module"))
-        if module is not None and request.get("state"):
-            self.load_state(module, request["state"])
-        before = self.fingerprint(module) if module is not None else None
-        args, kwargs = self.decode(request["args"]), self.decode(request["kwargs"])
-        inputs = [t for t in request["grad_inputs"]]
-        grad = bool(request["grad"])
-        unique = _tensors_of((args, kwargs))
-        for index in inputs:
-            unique[index].requires_grad_(True)
-        rng = request.get("rng")  # [CPU state, CUDA states...] when the checks changed it
-        if rng is not None:
-            torch.set_rng_state(rng[0])
-            if len(rng) > 1 and torch.cuda.is_available():
-                torch.cuda.set_rng_state_all(rng[1:])
-        watches = [_contract.WATCHES[name]() for name in request.get("watches", [])]
-        with contextlib.ExitStack() as stack:
-            for watch in watches:
-                stack.enter_context(watch)
-            stack.enter_context(torch.set_grad_enabled(grad))
-            out = target(*args, **kwargs)
-        reply = {
-            "out": self.encode(out),
-            "inputs": [t.detach() for t in unique],
-            "watches": [w.report() for w in watches],
-        }
-        flat = [t for t in _tensors_of(out) if isinstance(t, torch.Tensor)]
-        reply["out_grad"] = [bool(t.requires_grad) for t in flat]
-        if module is not None:  # did the call itself change the module's tensors?
-            reply["changed"] = self.fingerprint(module) != before
-        if grad:
-            params = []
-            if module is not None:
-                params = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
-            self.next_call += 1
-            self.calls[self.next_call] = (flat, [unique[i] for i in inputs], params)
-            while len(self.calls) > self.KEEP_CALLS:
-                self.calls.pop(next(iter(self.calls)))
-            reply["call"] = self.next_call
-            reply["params"] = [n for n, _ in params]
-        return reply
-
-    def backward(self, request: dict):
-        flat, inputs, params = self.calls[request["call"]]
-        pairs = [
-            (o, g) for o, g in zip(flat, request["grads"]) if g is not None and o.requires_grad
-        ]
-        leaves = inputs + [p for _, p in params]
-        if not pairs or not leaves:
-            return [None] * len(leaves)
-        grads = torch.autograd.grad(
-            [o for o, _ in pairs],
-            leaves,
-            [g for _, g in pairs],
-            retain_graph=True,
-            allow_unused=True,
-        )
-        return [None if g is None else g.detach() for g in grads]
+    def close(self) -> None:
+        self.server = None
 
 
-def _tensors_of(value) -> list:
-    """The distinct tensors in a nested value, in order of first appearance."""
-    seen, out = set(), []
-
-    def walk(v):
-        if isinstance(v, torch.Tensor):
-            if id(v) not in seen:
-                seen.add(id(v))
-                out.append(v)
-        elif isinstance(v, (list, tuple)):
-            for item in v:
-                walk(item)
-        elif isinstance(v, dict):
-            for item in v.values():
-                walk(item)
-
-    walk(value)
-    return out
+@contextlib.contextmanager
+def _nothing():
+    yield
 
 
-def _crash_report(err: BaseException, fn) -> tuple:
-    text = describe_crash("", err, fn)  # " raised Type: message\n      at line ..."
-    where = text.split("\n", 1)[1].strip() if "\n" in text else ""
-    return (
-        "__crash__",
-        type(err).__name__,
-        str(err),
-        where,
-        isinstance(err, NotImplementedError),
-        isinstance(err, CheckError),
-    )
-
-
-def serve(path: str, targets: dict) -> None:
-    """Answer the grader's requests on the Unix socket ``path`` until it says ``bye``.
-
-    Args:
-        path: the socket the grader listens on.
-        targets: ``{name: thunk}``; ``thunk()`` gives the notebook's object of that name
-            (a NameError then is the student's: the cell that defines it did not run).
-    """
-    server = _Server(targets)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(path)
+@contextlib.contextmanager
+def _without_function_modes():
+    """Run the block with no TorchFunctionMode active (the checks' watches are the grader's)."""
+    if not hasattr(torch._C, "_len_torch_function_stack"):  # an older PyTorch: watch twice
+        yield
+        return
+    stack = []
+    while torch._C._len_torch_function_stack() > 0:
+        stack.append(torch._C._pop_torch_function_stack())
     try:
-        while True:
-            request = _recv(sock)
-            if request.get("op") == "bye":
-                return
-            try:
-                reply = ("ok", server.answer(request))
-            except Exception as err:  # the student's crash, reported as data
-                fn = server.objects.get(request.get("ref"))
-                reply = ("err", _crash_report(err, fn))
-            _send(sock, reply)
+        yield
     finally:
-        sock.close()
+        while torch._C._len_torch_function_stack() > 0:  # one the code under test left behind
+            torch._C._pop_torch_function_stack()
+        for mode in reversed(stack):
+            torch._C._push_on_torch_function_stack(mode)
+
+
+def local(fn) -> tuple[Session, object]:
+    """A session whose kernel is this process, and a proxy of ``fn`` served by it."""
+    session = Session(InProcess({"fn": lambda: fn}))
+    return session, session.target("fn")
+
+
+def is_proxy(obj) -> bool:
+    """Whether ``obj`` is a stand-in for an object of a kernel (or of :func:`local`)."""
+    return isinstance(obj, _Proxy)
 
 
 # --------------------------------------------------------------------------
@@ -431,10 +180,16 @@ def serve(path: str, targets: dict) -> None:
 
 
 class Session:
-    """The grader's end of one connection to a kernel running :func:`serve`."""
+    """The grader's end of one connection to a kernel running :func:`checks._serve.serve`.
 
-    def __init__(self, sock: socket.socket):
-        self.sock = sock
+    Args:
+        transport: a connected socket, or a transport (:class:`InProcess`).
+    """
+
+    def __init__(self, transport):
+        if isinstance(transport, socket.socket):
+            transport = SocketTransport(transport)
+        self.transport = transport
         self.proxies: dict[int, object] = {}
         self.lock = threading.Lock()
         self._rng_sent: list | None = None  # the random states the kernel last got
@@ -443,9 +198,8 @@ class Session:
 
     def request(self, **request):
         try:
-            with self.lock, _untracked():
-                _send(self.sock, request)
-                reply = _recv(self.sock)
+            with self.lock:
+                reply = self.transport.exchange(request)
         except OSError as err:  # a timeout, a closed or reset connection
             raise RemoteError(
                 f"the notebook stopped answering the grader's checks ({type(err).__name__}: "
@@ -459,10 +213,8 @@ class Session:
         return value
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            with self.lock, _untracked():
-                _send(self.sock, {"op": "bye"})
-        self.sock.close()
+        with self.lock:
+            self.transport.close()
 
     # ---- values
 
@@ -471,12 +223,12 @@ class Session:
             return value
         if value is None or isinstance(value, (bool, int, float, str)):
             return value
-        if isinstance(value, tuple) and value and value[0] in _TAGS:
+        if isinstance(value, tuple) and value and value[0] in TAGS:
             tag = value[0]
             if tag == "__ref__" and len(value) == 4:
                 return self.proxy_for(int(value[1]), str(value[2]), str(value[3]))
             if tag == "__dtype__":
-                return _dtype(str(value[1]))
+                return dtype_named(str(value[1]))
             if tag == "__device__":
                 return torch.device(str(value[1]))
             if tag == "__tuple__":
@@ -561,17 +313,24 @@ class Session:
             rng=self._rng_if_changed(),
             watches=[w.NAME for w in _active_watches()],
         )
-        if grad_inputs or (grad and params):
-            box = {}
-            leaves = [tensors[i] for i in grad_inputs] + [p for _, p in params]
-            flat = _RemoteCall.apply(
-                self, request, box, len(grad_inputs), [n for n, _ in params], *leaves
-            )
-            reply = box["reply"]
-            out = _rebuild(self.decode(reply["out"]), list(flat))
-        else:
-            reply = self.request(**request)
-            out = self.decode(reply["out"])
+        try:
+            if grad_inputs or (grad and params):
+                box = {}
+                leaves = [tensors[i] for i in grad_inputs] + [p for _, p in params]
+                flat = _RemoteCall.apply(
+                    self, request, box, len(grad_inputs), [n for n, _ in params], *leaves
+                )
+                reply = box["reply"]
+                out = _rebuild(self.decode(reply["out"]), list(flat))
+            else:
+                reply = self.request(**request)
+                out = self.decode(reply["out"])
+        except (CrashInCodeUnderTest, CheckError) as err:  # what the watches saw, until the crash
+            for watch, report in zip(_active_watches(), getattr(err, "watch_reports", ())):
+                watch.merge(report)
+                if isinstance(report, dict) and report.get("data_dependent"):
+                    err.data_dependent = excerpt(report["data_dependent"], 40, 1)
+            raise
         self._after_call(reply, tensors, module)
         return out
 
@@ -595,33 +354,33 @@ class Session:
             return state
 
     def _after_call(self, reply: dict, tensors: list, module) -> None:
+        """Record what the call changed in place; the checks' own tensors stay as they were.
+
+        The kernel worked on copies and sends them back after the call: a copy that differs
+        from the checks' tensor is a change in place, noted for ``invoke`` and
+        ``expect_unchanged`` (:func:`checks._core.note_mutation`). Nothing is copied back, so
+        a reference computed from that tensor after the call sees what the checks made.
+        """
         with _untracked():
             after = reply.get("inputs") or []
-            if len(after) != len(tensors):
+            if not isinstance(after, list) or len(after) != len(tensors):
                 raise RemoteError("the notebook did not send back the inputs after the call")
             for before, now in zip(tensors, after):
-                now = _tensor(now, "an input after the call")
-                if before.device.type == "meta":
-                    continue
-                if before.dtype != now.dtype or before.shape != now.shape or not _same(before, now):
-                    before.data = now.to(before.device)
+                change = compared(before, _tensor(now, "an input after the call"))
+                if change is not None:
+                    note_mutation(before, change)
             for watch, report in zip(_active_watches(), reply.get("watches") or []):
                 watch.merge(report)
-            if module is not None and reply.get("changed"):
-                object.__setattr__(module._root, "_stale", True)
+            changed = reply.get("changed")
+            if module is not None and changed:  # the server has put them back already
+                names = [excerpt(n, 80, 1) for n in changed if isinstance(n, str)][:8]
+                note_mutation(module._root, ("parameters", names))
 
 
 def _tensor(value, what: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
-        raise RemoteError(f"the notebook sent {type(value).__name__} for {what}")
+        raise RemoteError(f"the notebook sent {excerpt(type(value).__name__, 40, 1)} for {what}")
     return value
-
-
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    a, b = a.detach(), b.detach().to(a.device)
-    if a.is_floating_point() or a.is_complex():
-        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
-    return bool((a == b).all())
 
 
 def _rebuild(value, flat: list):
@@ -644,7 +403,7 @@ class _RemoteCall(torch.autograd.Function):
     def forward(ctx, session, request, box, n_inputs, param_names, *leaves):
         reply = session.request(**request)
         box["reply"] = reply
-        outs = _tensors_of(session.decode(reply["out"]))
+        outs = tensors_of(session.decode(reply["out"]))
         flags = list(reply.get("out_grad") or [])
         if len(flags) != len(outs) or list(reply.get("params") or []) != param_names:
             raise RemoteError("the notebook's answer does not match its call")
@@ -666,16 +425,29 @@ class _RemoteCall(torch.autograd.Function):
         return (None, None, None, None, None, *result)
 
 
+_CRASH_KEYS = {"type", "message", "where", "not_implemented", "check_error", "watches"}
+
+
 def _crash_from(report) -> Exception:
-    """The exception a crash in the kernel becomes here."""
-    if not (isinstance(report, tuple) and len(report) == 6 and report[0] == "__crash__"):
+    """The exception a crash in the kernel becomes here, its text bounded and sanitized.
+
+    It carries what the kernel's watches saw until the crash (``watch_reports``), for
+    :meth:`Session.call` to merge.
+    """
+    if not (isinstance(report, dict) and set(report) == _CRASH_KEYS):
         return RemoteError("the notebook reported an error in a form the grader does not know")
-    _, type_name, message, where, not_implemented, check_error = report
-    type_name, message, where = str(type_name), str(message), str(where)
-    if check_error:  # a watch of the checks, running in the kernel, found the problem
-        return CheckError(message)
-    cls = RemoteNotImplementedError if not_implemented else CrashInCodeUnderTest
-    return cls(type_name, message, where)
+    type_name = excerpt(report["type"], 80, 1)
+    message, where = excerpt(report["message"]), excerpt(report["where"], 300, 1)
+    if report["check_error"] is True:  # a watch of the checks, running in the kernel, found it
+        err = CheckError(message)
+    else:
+        cls = (
+            RemoteNotImplementedError if report["not_implemented"] is True else CrashInCodeUnderTest
+        )
+        err = cls(type_name, message, where)
+    watches = report["watches"]
+    err.watch_reports = watches if isinstance(watches, list) else []
+    return err
 
 
 class RemoteNotImplementedError(CrashInCodeUnderTest, NotImplementedError):

@@ -140,25 +140,25 @@ def concat_dropout_half(ConcatAttention, device):
 
 
 # ----------------------------------------------------------------- Check your understanding
-# The visible groups check only the form of an answer; the hidden groups (quiz_3_*.key) its
-# content. Each question line says how to check one's reasoning without giving the answer.
+# The form only: checks/_quiz.py then says right or wrong (self-study) or "recorded"
+# (graded); the hidden groups quiz_3_*.key grade the answers.
 
 
 @check("quiz_3_1")
 def quiz_3_1_form(answer, device):
-    """Is answer_3_1 one of "a", "b", "c", "d"? (To test your reasoning, make each change in the toy example's cell and look at its heatmap.)"""
+    """Is answer_3_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_3_1")
 
 
 @check("quiz_3_2")
 def quiz_3_2_form(answer, device):
-    """Is answer_3_2 one of "a", "b", "c", "d"? (To test your reasoning, run the cell below this check and compare the two factors it prints.)"""
+    """Is answer_3_2 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_3_2")
 
 
 @check("quiz_3_3")
 def quiz_3_3_form(answer, device):
-    """Is answer_3_3 a whole number? (To test your reasoning, run the cell below this check: it counts them.)"""
+    """Is answer_3_3 a whole number?"""
     value = expect_number(answer(), "answer_3_3")
     if value != int(value) or value < 0:
         raise CheckError(f"answer_3_3 counts parameters: a whole number ≥ 0, got {value!r}")

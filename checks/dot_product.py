@@ -47,8 +47,12 @@ def cosine_small_example(CosineAttention, device):
     expect_close(weights, expected, "attention_weights", labels=("batch", "query"))
 
 
+ZERO_GRADIENT_BOUND = 1e4  # the largest gradient a zero vector may get, for inputs of order 1
+
+
 def expect_zero_vectors_safe(CosineAttention, device, *, dtype=torch.float32):
-    """Zero query, zero valid key, zero padded key: right weights, no nan forward or backward."""
+    """Zero query, zero valid key, zero padded key: right weights, no nan forward or backward,
+    and a small gradient at the zero vectors (no division by a tiny ε)."""
     queries, keys, values, valid_lens, expected = (
         t.to(dtype) if t.is_floating_point() else t for t in zero_vectors_example(device)
     )
@@ -78,11 +82,22 @@ def expect_zero_vectors_safe(CosineAttention, device, *, dtype=torch.float32):
                 "output is finite. 0/0 somewhere in the graph poisons the gradient even where "
                 "the forward masks or replaces it; divide by a length that cannot be 0."
             )
+    for name, rows in (("queries", [1]), ("keys", [1, 3])):
+        grad = named[name].grad.detach()[0, rows].abs()
+        largest = float(grad.max())
+        if largest > ZERO_GRADIENT_BOUND:
+            row = rows[int(grad.amax(dim=-1).argmax())]
+            raise CheckError(
+                f"the forward {what}: the gradient of {name} at row {row}, a zero vector, is "
+                f"{largest:.3g}, above {ZERO_GRADIENT_BOUND:.0e} for inputs of order 1: the "
+                "gradient explodes at a zero vector. Dividing by max(‖x‖, ε) gives a gradient "
+                "of 1/ε there (10¹² for F.normalize's ε); divide only where the length is not 0."
+            )
 
 
 @check("CosineAttention")
 def cosine_zero_vectors(CosineAttention, device):
-    """Does a zero key (valid or padded) or a zero query score 0, with no nan in the weights, output or gradients?"""
+    """Does a zero key (valid or padded) or a zero query score 0, with no nan in the weights, output or gradients, and a small gradient at the zero vectors?"""
     expect_zero_vectors_safe(CosineAttention, device)
 
 
@@ -114,16 +129,15 @@ def cosine_dropout_half(CosineAttention, device):
 
 @check("quiz_4_1")
 def quiz_4_1_form(answer, device):
-    """Is answer_4_1 a number? (To check your prediction, run the cell below: it measures the standard deviation on 20 000 pairs.)"""
+    """Is answer_4_1 a number?"""
     value = expect_number(answer(), "answer_4_1")
     if value < 0:
         raise CheckError(
-            f"answer_4_1 is a standard deviation, which is never negative; got {value!r}. "
-            "Work out the variance of one product q_i k_i, then of the sum of d of them."
+            f"answer_4_1 is a standard deviation, which is never negative; got {value!r}"
         )
 
 
 @check("quiz_4_2")
 def quiz_4_2_form(answer, device):
-    """Is answer_4_2 one of the letters a, b, c, d? (To check your reasoning, write each change as a change of the scores q·k, or of the output, and ask whether it is the same for every key of a row; then try it on random tensors.)"""
+    """Is answer_4_2 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_4_2")

@@ -91,11 +91,11 @@ def mask_properties(valid_lens_to_mask, device):
 
 @check("quiz_10_1")
 def quiz_10_1_form(answer, device):
-    """Is answer_10_1 a letter from a to d? (Any letter passes: test yours against the FLOP count and the timings of "Measured side by side".)"""
+    """Is answer_10_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_10_1")
 
 
 @check("quiz_10_2")
 def quiz_10_2_form(answer, device):
-    """Is answer_10_2 a number? (Any number passes: the next cell prints the mask's shape and size; compare them with your prediction.)"""
+    """Is answer_10_2 a number?"""
     expect_number(answer(), "answer_10_2")

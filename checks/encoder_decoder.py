@@ -4,9 +4,12 @@ Each samples one case of every property the hidden checks test at length: the sh
 residual paths and norms, ``nn.TransformerDecoderLayer``, the two masks, float64 and gradients.
 """
 
+import functools
+
 import torch
 from torch import nn
 
+from checks._contract import expect_dropout_pattern, on_meta, seeded
 from checks._core import (
     CheckError,
     calling,
@@ -247,6 +250,63 @@ def sample_dropout(DecoderBlock, device):
     )
 
 
+def decoder_on_meta(DecoderBlock, *, seed, d=8, every=False):
+    """The forward on meta tensors, post- and pre-norm, with both lengths (and, if ``every``,
+    without them too): nothing made on the CPU."""
+    X = torch.empty(2, 4, d, device="meta")
+    enc = torch.empty(2, 5, d, device="meta")
+    lens = (torch.tensor([5, 2]).to("meta"), torch.tensor([4, 3]).to("meta"))
+    for norm_first in (False, True):
+        block = make_decoder_block(DecoderBlock, norm_first, seed=seed, device="meta", d=d)
+        for enc_lens, tgt_lens in ((None, None), lens) if every else (lens,):
+            on_meta(
+                functools.partial(call, block, X, enc, enc_lens, tgt_lens),
+                "the forward on the meta device "
+                f"({describe(norm_first, True, enc_lens, tgt_lens)})",
+            )
+
+
+def decoder_sublayer_dropout(DecoderBlock, device, *, seed, p, B=4, T=6, S=5, d=8):
+    """Pre-norm, with two sublayers silenced: X_out - X is the third one's output after
+    dropout(p), which must zero a fraction ≈ p of it and divide the rest by 1 - p, once."""
+    X = random_tensor(B, T, d, seed=seed, device=device)
+    enc = random_tensor(B, S, d, seed=seed + 1, device=device)
+    sublayers = {
+        "self-attention": lambda block: block.self_attention.W_o,
+        "cross-attention": lambda block: block.cross_attention.W_o,
+        "FFN": lambda block: block.ffn.dense2,
+    }
+    for other in sublayers:
+        block = make_decoder_block(DecoderBlock, True, seed=seed, device=device, dropout=p, d=d)
+        for attention in (block.self_attention, block.cross_attention):
+            attention.attention.dropout.p = 0.0  # the weights' dropout: only the sublayers' here
+        with torch.no_grad():
+            for name, linear_of in sublayers.items():
+                if name != other:
+                    linear = linear_of(block)
+                    linear.weight.zero_()
+                    if linear.bias is not None:
+                        linear.bias.zero_()
+        what = f"X_out - X of a pre-norm block whose only live sublayer is the {other}, p={p}"
+        clean = call(block.eval(), X, enc) - X
+        with seeded(seed):
+            noisy = call(block.train(), X, enc) - X
+        block.eval()
+        expect_dropout_pattern(noisy, clean, p, f"{what}, in train mode")
+
+
+@check("DecoderBlock")
+def sample_on_meta(DecoderBlock, device):
+    """On the meta device, post- and pre-norm, is no tensor made on the CPU?"""
+    decoder_on_meta(DecoderBlock, seed=14)
+
+
+@check("DecoderBlock")
+def sample_dropout_half(DecoderBlock, device):
+    """With dropout=0.5 in training, is each sublayer's output dropped once (a fraction ≈ 0.5 zeroed, the rest doubled)?"""
+    decoder_sublayer_dropout(DecoderBlock, device, seed=15, p=0.5)
+
+
 @check("DecoderBlock")
 def sample_float64_and_gradients(DecoderBlock, device):
     """In float64, does it keep the dtype, leave its inputs unchanged and pass gradients to X and enc_outputs?"""
@@ -278,11 +338,11 @@ def sample_float64_and_gradients(DecoderBlock, device):
 
 @check("quiz_9_1")
 def quiz_9_1_form(answer, device):
-    """Is answer_9_1 a letter from a to d? (Any letter passes: test yours against the table under "Cross-attention" and the generation loop of DateTransformer.forward.)"""
+    """Is answer_9_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_9_1")
 
 
 @check("quiz_9_2")
 def quiz_9_2_form(answer, device):
-    """Is answer_9_2 a letter from a to d? (Any letter passes: test yours against the table of the decoder's two masks.)"""
+    """Is answer_9_2 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_9_2")

@@ -4,7 +4,14 @@ import functools
 
 import torch
 
-from checks._contract import expect_gradients, float64_device, invoke, on_meta
+from checks._contract import (
+    FLOAT64,
+    expect_gradient_values,
+    expect_gradients,
+    float64_device,
+    invoke,
+    on_meta,
+)
 from checks._core import (
     CheckError,
     calling,
@@ -146,23 +153,24 @@ def masked_softmax_contract(masked_softmax, device, *, seed, B, m, n, reference)
     ref = reference(X, lens)
     dev64 = float64_device(device)
     for dtype, dev, tol in (
-        (torch.float64, dev64, 1e-6),
-        (torch.float16, device, 2e-3),
-        (torch.bfloat16, device, 2e-2),
+        (torch.float64, dev64, FLOAT64),
+        (torch.float16, device, dict(atol=2e-3, rtol=2e-3)),
+        (torch.bfloat16, device, dict(atol=2e-2, rtol=2e-2)),
     ):
         out = masked(masked_softmax, X.to(dev, dtype), lens.to(dev))
         expect_finite(out, f"weights for {dtype} input")
         expect_close(
-            out,
-            ref.to(dev, dtype),
-            f"weights for {dtype} input",
-            atol=tol,
-            rtol=tol,
-            labels=("batch", "query"),
+            out, ref.to(dev, dtype), f"weights for {dtype} input", labels=("batch", "query"), **tol
         )
     leaf = X.clone().requires_grad_()
     weights = masked(masked_softmax, leaf, lens)
     expect_gradients(weights, {"X": leaf}, f"masked_softmax (B={B}, m={m}, n={n})", seed=seed)
+    expect_gradient_values(
+        lambda X: masked(masked_softmax, X, lens.to(dev64)),
+        {"X": X.to(dev64, torch.float64)},
+        f"masked_softmax in float64 (B={B}, m={m}, n={n})",
+        seed=seed,
+    )
     keep = torch.arange(n, device=device) < lens[..., None]
     leaked = (leaf.grad.abs() * ~keep).amax()
     if leaked.item() != 0:
@@ -175,7 +183,9 @@ def masked_softmax_contract(masked_softmax, device, *, seed, B, m, n, reference)
 
 
 def worked_reference(X, lens):
-    return torch.tensor(masked_rows(X.double().cpu().tolist(), lens.cpu().tolist()))
+    return torch.tensor(
+        masked_rows(X.double().cpu().tolist(), lens.cpu().tolist()), dtype=torch.float64
+    )
 
 
 @check("masked_softmax")
@@ -195,17 +205,28 @@ def call_sequence_mask(sequence_mask, X, valid_len, value=0):
 
 
 def sequence_mask_contract(sequence_mask, device, *, seed, shape):
-    """float64 kept, gradients reach X, inputs unchanged, nothing made on the CPU."""
+    """float64 kept and exact, gradients the derivative, inputs unchanged, nothing made on the CPU."""
     X = random_tensor(*shape, seed=seed, device=device)
     lens = random_lengths(shape[0], low=0, high=shape[1] + 1, seed=seed, device=device)
     lens[-1] = shape[1] + 2  # beyond L: nothing masked (and not clamped in place)
-    expected = call_sequence_mask(sequence_mask, X, lens, value=-2.5).detach()
+    call_sequence_mask(sequence_mask, X, lens, value=-2.5)
     dev64 = float64_device(device)
-    out = call_sequence_mask(sequence_mask, X.to(dev64, torch.float64), lens.to(dev64), -2.5)
-    expect_close(out, expected.to(dev64, torch.float64), f"sequence_mask of a float64 X {shape}")
+    X64, lens64 = X.to(dev64, torch.float64), lens.to(dev64)
+    out = call_sequence_mask(sequence_mask, X64, lens64, -2.5)
+    # Selection only: every entry is X's own float64 value or the fill value, exactly.
+    keep = torch.arange(shape[1], device=dev64)[None, :] < lens64[:, None]  # (N, L)
+    keep = keep.reshape(keep.shape + (1,) * (len(shape) - 2))
+    expected = torch.where(keep, X64, torch.tensor(-2.5, dtype=torch.float64, device=dev64))
+    expect_close(out, expected, f"sequence_mask of a float64 X {shape}", atol=0, rtol=0)
     leaf = X.clone().requires_grad_()
     out = call_sequence_mask(sequence_mask, leaf, lens)
     expect_gradients(out, {"X": leaf}, f"sequence_mask (X of shape {shape})", seed=seed)
+    expect_gradient_values(
+        lambda X: call_sequence_mask(sequence_mask, X, lens64, -2.5),
+        {"X": X64},
+        f"sequence_mask in float64 (X of shape {shape})",
+        seed=seed,
+    )
     Xm, lm = X.to("meta"), lens.to("meta")
     on_meta(functools.partial(call_sequence_mask, sequence_mask, Xm, lm), "sequence_mask on meta")
 
@@ -217,16 +238,17 @@ def sequence_mask_properties(sequence_mask, device):
 
 
 # ---------------------------------------------------------------- check your understanding
-# Only the form is checked here; checks/hidden/masking.py holds the keys.
+# The form only: checks/_quiz.py then says right or wrong (self-study) or "recorded"
+# (graded); the hidden groups quiz_2_*.key grade the answers.
 
 
 @check("quiz_2_1")
 def quiz_2_1_form(answer, device):
-    """Is answer_2_1 a letter "a" to "d"? Test it: rerun pitfall 3's cell with other lengths"""
+    """Is answer_2_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_2_1")
 
 
 @check("quiz_2_2")
 def quiz_2_2_form(answer, device):
-    """Is answer_2_2 a number? Predict first, then the cell after this one counts the zeros"""
+    """Is answer_2_2 a number?"""
     expect_number(answer(), "answer_2_2")

@@ -8,7 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from checks._contract import (
+    FLOAT64,
     expect_dropout_pattern,
+    expect_gradient_values,
     expect_gradients,
     float64_device,
     invoke,
@@ -185,11 +187,18 @@ def transpose_contract(fn, device, *, B, T, d, h, inverse):
     dev64 = float64_device(device)
     for dtype, dev in ((torch.float64, dev64), (torch.float16, device)):
         out = call(fn, X.to(dev, dtype), h)
-        expect_close(
-            out, expected.to(dev, dtype), f"{name} of a {dtype} X of shape {shape_str(shape)}"
+        expect_close(  # a rearrangement: every entry exactly one of X's
+            out,
+            expected.to(dev, dtype),
+            f"{name} of a {dtype} X of shape {shape_str(shape)}",
+            atol=0,
+            rtol=0,
         )
     leaf = X.clone().requires_grad_()
     expect_gradients(call(fn, leaf, h), {"X": leaf}, f"{name}(X, {h})")
+    expect_gradient_values(
+        lambda X: call(fn, X, h), {"X": X.to(dev64, torch.float64)}, f"{name}(X, {h}) in float64"
+    )
     Xm = X.to("meta")
     on_meta(lambda: call(fn, Xm, h), f"{name} on the meta device")
 
@@ -461,7 +470,7 @@ def mha_contract(MultiHeadAttention, device, *, seed, d, h, B, m, n, bias, refer
     as64 = [t.to(dev64, torch.float64) for t in (q, k, v)] + [lens.to(dev64)]
     out64, _ = mha(module64, *as64)
     if reference is not None:
-        expected, tol = reference(module64, *as64).to(dev64), dict(atol=1e-6, rtol=1e-5)
+        expected, tol = reference(module64, *as64).to(dev64), FLOAT64
     else:
         expected, tol = out32.detach().to(dev64, torch.float64), dict(atol=1e-4, rtol=1e-3)
     expect_mha_close(module64, out64, expected, f"the float64 output ({shapes})", *as64, **tol)
@@ -470,6 +479,12 @@ def mha_contract(MultiHeadAttention, device, *, seed, d, h, B, m, n, bias, refer
     named = module_tensors(module, queries=q, keys=k, values=v)
     out, _ = mha(module, q, k, v, lens)
     expect_gradients(out, named, f"the forward ({shapes})", seed=seed)
+    expect_gradient_values(
+        lambda queries, keys, values: mha(module64, queries, keys, values, as64[3])[0],
+        dict(zip(("queries", "keys", "values"), as64[:3])),
+        f"the forward in float64 ({shapes})",
+        seed=seed,
+    )
     meta = make("meta")
     qm, km, vm, lm = (t.detach().to("meta") for t in (q, k, v, lens))
     on_meta(lambda: mha(meta, qm, km, vm, lm), f"the forward on the meta device ({shapes})")
@@ -546,17 +561,17 @@ def mha_dropout_half(MultiHeadAttention, device):
 
 @check("quiz_7_1")
 def quiz_causal_length_form(answer, device):
-    """Is answer_7_1 a number? To test your prediction, print causal_valid_lens(torch.zeros(2, 8, 1), torch.tensor([8, 5])) and look at row 1."""
+    """Is answer_7_1 a number?"""
     expect_number(answer(), "answer_7_1")
 
 
 @check("quiz_7_2")
 def quiz_head_entry_form(answer, device):
-    """Is answer_7_2 one of "a", "b", "c", "d"? To test your reasoning, compare transpose_qkv(X, 3)[4] with slices of X = torch.arange(120.0).reshape(2, 5, 12)."""
+    """Is answer_7_2 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_7_2")
 
 
 @check("quiz_7_3")
 def quiz_parameters_form(answer, device):
-    """Is answer_7_3 a number? To test your prediction, print sum(p.numel() for p in MultiHeadAttention(64, 8, 0.0).parameters()), and again with 1 head."""
+    """Is answer_7_3 a number?"""
     expect_number(answer(), "answer_7_3")

@@ -147,16 +147,17 @@ def pooling_properties(nadaraya_watson, device):
 
 
 # ---------------------------------------------------------------- check your understanding
-# Only the form is checked here; checks/hidden/pooling.py holds the keys.
+# The form only: checks/_quiz.py then says right or wrong (self-study) or "recorded"
+# (graded); the hidden groups quiz_1_*.key grade the answers.
 
 
 @check("quiz_1_1")
 def quiz_1_1_form(answer, device):
-    """Is answer_1_1 a letter "a" to "d"? Test it: apply each change to the soft dictionary's scores"""
+    """Is answer_1_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_1_1")
 
 
 @check("quiz_1_2")
 def quiz_1_2_form(answer, device):
-    """Is answer_1_2 a number? Predict first, then the cell after this one computes the prediction"""
+    """Is answer_1_2 a number?"""
     expect_number(answer(), "answer_1_2")

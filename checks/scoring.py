@@ -3,6 +3,7 @@
 import torch
 
 from checks._contract import (
+    FLOAT64,
     expect_dropout_pattern,
     expect_gradient_values,
     expect_gradients,
@@ -21,6 +22,7 @@ from checks._core import (
     random_tensor,
     shape_str,
 )
+from checks._quiz import declare
 
 
 def build(cls, *args, seed=0, device="cpu", **kwargs):
@@ -111,7 +113,7 @@ def module_contract(make, device, *, seed, B, m, n, dq, dk, dv=3, reference=None
         ref_w, ref_out = ref_w.to(dev64), ref_out.to(dev64)
     else:
         ref_w, ref_out = w32.detach().to(dev64).double(), out32.detach().to(dev64).double()
-    tol = dict(atol=1e-6, rtol=1e-5) if reference is not None else dict(atol=1e-4, rtol=1e-3)
+    tol = FLOAT64 if reference is not None else dict(atol=1e-4, rtol=1e-3)
     expect_close(w64, ref_w, f"float64 attention_weights ({shapes})", **tol)
     expect_close(out64, ref_out, f"the float64 output ({shapes})", **tol)
     # gradients
@@ -182,6 +184,10 @@ def answered(answer, device):
         raise CheckError(f"set same_weights_for_every_query to True or False, not {value!r}")
 
 
+# A graded finding: its self-check says right or wrong (self-study) or "recorded" (graded).
+declare("vector_sum_answer", "same_weights_for_every_query")
+
+
 @check("distance_scores")
 def distance_small_example(distance_scores, device):
     """Is score(q, k) = -‖q - k‖² / 2, with shape (B, m, n)?"""
@@ -219,7 +225,7 @@ def scores_contract(fn, device, *, seed, B, m, n, d, with_w, reference=None):
     as64 = [None if t is None else t.to(dev64, torch.float64) for t in (q, k, w)]
     out64 = call_scores(fn, *as64)
     if reference is not None:
-        expect_close(out64, reference(*as64).to(dev64), f"float64 scores ({shapes})", atol=1e-6)
+        expect_close(out64, reference(*as64).to(dev64), f"float64 scores ({shapes})", **FLOAT64)
     else:
         ref = out32.detach().to(dev64, torch.float64)
         expect_close(out64, ref, f"float64 scores ({shapes})", atol=1e-4, rtol=1e-3)

@@ -6,7 +6,9 @@ import math
 import torch
 
 from checks._contract import (
+    FLOAT64,
     expect_dropout_pattern,
+    expect_gradient_values,
     expect_gradients,
     float64_device,
     invoke,
@@ -107,7 +109,7 @@ def self_attention_contract(make, device, *, seed, B, N, D, reference=None):
     out64, w64 = self_attend(module64, X.to(dev64, torch.float64), lens.to(dev64))
     if reference is not None:
         ref_w, ref_out = (t.to(dev64) for t in reference(module64, X, lens))
-        tol = dict(atol=1e-6, rtol=1e-5)
+        tol = FLOAT64
     else:
         ref_w, ref_out = (t.detach().to(dev64, torch.float64) for t in (w32, out32))
         tol = dict(atol=1e-4, rtol=1e-3)
@@ -118,6 +120,12 @@ def self_attention_contract(make, device, *, seed, B, N, D, reference=None):
     named = module_tensors(module, X=X)
     out, _ = self_attend(module, X, lens)
     expect_gradients(out, named, f"the forward ({shapes})", seed=seed)
+    expect_gradient_values(
+        lambda X: self_attend(module64, X, lens.to(dev64))[0],
+        {"X": X.detach().to(dev64, torch.float64)},
+        f"the forward in float64 ({shapes})",
+        seed=seed,
+    )
     meta, Xm, lm = make("meta"), X.detach().to("meta"), lens.to("meta")
     on_meta(lambda: self_attend(meta, Xm, lm), f"the forward on the meta device ({shapes})")
 
@@ -222,22 +230,23 @@ def small_table(positional_encoding, device):
 
 
 # ----------------------------------------------------------------- check your understanding
-# Only the form here; the key is in checks/hidden/self_attention.py.
+# The form only: checks/_quiz.py then says right or wrong (self-study) or "recorded"
+# (graded); the hidden groups quiz_6_*.key grade the answers.
 
 
 @check("quiz_6_1")
 def quiz_6_1_form(answer, device):
-    """Is answer_6_1 one of "a", "b", "c", "d"? To test your reasoning, copy the cell that shuffles X, use the shuffle [1, 0, 2, 3, 4, 5] and print both outputs row by row."""
+    """Is answer_6_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_6_1")
 
 
 @check("quiz_6_2")
 def quiz_6_2_form(answer, device):
-    """Is answer_6_2 a number? Predict it first; then run the cell after this test, which counts the parameters, and if the two differ, find which part you miscounted."""
+    """Is answer_6_2 a number?"""
     expect_number(answer(), "answer_6_2")
 
 
 @check("quiz_6_3")
 def quiz_6_3_form(answer, device):
-    """Is answer_6_3 one of "a", "b", "c", "d"? To test your reasoning, give each layer the same three vectors in two orders and compare the output of the vector called "dog"."""
+    """Is answer_6_3 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_6_3")

@@ -5,7 +5,9 @@ import functools
 import torch
 
 from checks._contract import (
+    FLOAT64,
     expect_dropout_pattern,
+    expect_gradient_values,
     expect_gradients,
     float64_device,
     invoke,
@@ -97,7 +99,7 @@ def block_contract(TransformerBlock, device, *, seed, d, B, T, reference=None):
         out64 = call(block64, X.to(dev64, torch.float64), lens.to(dev64))
         if reference is not None:
             expected = reference(block64, X.to(dev64, torch.float64), lens.to(dev64))
-            tol = dict(atol=1e-6, rtol=1e-5)
+            tol = FLOAT64
         else:
             expected, tol = out32.detach().to(dev64, torch.float64), dict(atol=1e-4, rtol=1e-3)
         expect_close(
@@ -107,6 +109,12 @@ def block_contract(TransformerBlock, device, *, seed, d, B, T, reference=None):
         leaf = X.clone()
         named = module_tensors(block, X=leaf)
         expect_gradients(call(block, leaf, lens), named, f"the forward ({name})", seed=seed)
+        expect_gradient_values(
+            functools.partial(call, block64, valid_lens=lens.to(dev64)),
+            {"X": X.to(dev64, torch.float64)},
+            f"the forward in float64 ({name})",
+            seed=seed,
+        )
         meta, Xm, lm = make(device="meta"), X.to("meta"), lens.to("meta")
         on_meta(functools.partial(call, meta, Xm, lm), f"the forward on the meta device ({name})")
 
@@ -185,17 +193,17 @@ def block_dropout_half(TransformerBlock, device):
 
 @check("quiz_8_1")
 def quiz_layer_norm_form(answer, device):
-    """Is answer_8_1 one of "a", "b", "c", "d"? To test your reasoning, print Y.mean(dim) and Y.var(dim, unbiased=False) of Y = nn.LayerNorm(8)(torch.randn(2, 5, 8)) for dim = 0, 1 and 2."""
+    """Is answer_8_1 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_8_1")
 
 
 @check("quiz_8_2")
 def quiz_stream_growth_form(answer, device):
-    """Is answer_8_2 a number? To test your prediction, start from X = torch.randn(100_000), add 24 independent torch.randn(100_000) to it and print X.std()."""
+    """Is answer_8_2 a number?"""
     expect_number(answer(), "answer_8_2")
 
 
 @check("quiz_8_3")
 def quiz_pre_post_form(answer, device):
-    """Is answer_8_3 one of "a", "b", "c", "d"? To test your reasoning, set W_o and the FFN's dense2 of a pre-norm and a post-norm TransformerBlock to zero and compare each output with its input."""
+    """Is answer_8_3 one of the letters "a" to "d"?"""
     expect_choice(answer(), "abcd", "answer_8_3")

@@ -17,6 +17,12 @@ Modules, each with the chapter it comes from:
 - ``solutions.transformer``: From the chapter "The transformer block": PositionWiseFFN, TransformerBlock.
 - ``solutions.encoder_decoder``: From the chapter "The encoder–decoder transformer": DecoderBlock.
 - ``solutions.efficient``: From the chapter "Efficient attention": OperatorNames, operators, valid_lens_to_mask, fused_attention, FusedDotProductAttention, synchronize, median_time, attention_flops, matmul_rate, FusedMultiHeadAttention, AdditiveScores, additive_scores, ChunkedAdditiveAttention.
+- ``solutions.vision``: From the chapter "Attention on images": draw_shapes, check_images, patchify, PatchEmbedding, positional_encoding_2d, RelativeSelfAttention2d.
+- ``solutions.kv_cache``: From the chapter "A small language model, and how it is served": tokenize, detokenize, Vocab, TinyLM, sampling_probs, check_cache_step, attend_with_cache, KVCache, cached_step, generate, beam_search.
+- ``solutions.modern``: From the chapter "Attention today": sliding_window_mask, apply_rope, alibi_slopes, alibi_bias, GroupedQueryAttention.
+
+``solutions.answers`` holds the answers to the questions of every chapter, for the
+self-checks of self-study; a released chapter folder never holds it.
 """
 
 # module -> chapter (nbgrader assignment) that defines it, in reading order
@@ -33,4 +39,7 @@ SOURCES = {
     "transformer": "transformer_block",
     "encoder_decoder": "encoder_decoder",
     "efficient": "efficient_attention",
+    "vision": "vision_attention",
+    "kv_cache": "kv_cache",
+    "modern": "modern_attention",
 }

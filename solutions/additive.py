@@ -168,21 +168,3 @@ class ConcatAttention(nn.Module):
         scores = self.w_v(hidden).squeeze(-1)  # (B, m, n)
         self.attention_weights = masked_softmax(scores, valid_lens)  # (B, m, n), before dropout
         return torch.bmm(self.dropout(self.attention_weights), values)  # (B, m, v)
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_3_1 = ...
-answer_3_1 = "c"  # why: equal keys give equal W_k k, so every key of a row gets the same
-# score whatever the query and the parameters; valid_lens only says how many keys share it.
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_3_2 = ...
-answer_3_2 = "b"  # why: the whole computation holds (B, m, n, h), which grows with m and n;
-# a chunk holds (B, c, n, h) with c fixed, so it grows with n only.
-
-
-# Answer with a whole number.
-answer_3_3 = ...
-answer_3_3 = 64 * 64 + 64 * 128 + 64  # why: W_q (h × d_q), W_k (h × d_k) and w_v (h), no
-# biases; none of them depends on how many keys there are, so longer sources change nothing.

@@ -78,18 +78,3 @@ class LowRankBilinearAttention(nn.Module):
         self.attention_weights = masked_softmax(scores, valid_lens)
         # (B, m, n) @ (B, n, v) -> (B, m, v)
         return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_5_1 = ...
-answer_5_1 = "b"  # why: softmax ignores a constant added to a row, not a factor: 10 I is dot-product attention at temperature 1/10, the opposite of dividing by √d.
-
-
-# Answer with a whole number: the rank r.
-answer_5_2 = ...
-answer_5_2 = 32  # why: the factors hold r(d_q + d_k) = 128 r numbers and W holds 64 · 64 = 4096: equal at r = 32, half the size. Above it the factors cost more and express nothing new.
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_5_3 = ...
-answer_5_3 = "b"  # why: W_qᵀ W_k has rank at most r, and a 3 × 5 matrix has rank at most 3; with r = 3, W_q = I and W_k = W give back any W.

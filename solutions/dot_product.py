@@ -46,9 +46,6 @@ class DotProductAttention(nn.Module):
         return torch.bmm(self.dropout(self.attention_weights), values)
 
 
-import torch.nn.functional as F
-
-
 class CosineAttention(DotProductAttention):
     """Cosine attention: a(q, k) = s · cos(q, k), with a learned scale s.
 
@@ -77,9 +74,13 @@ class CosineAttention(DotProductAttention):
                 "cosine attention needs queries and keys of one size d, got "
                 f"{queries.shape[-1]} and {keys.shape[-1]}"
             )
-        # x / max(‖x‖, eps): unit rows, and a zero row stays zero (no 0/0)
-        q = F.normalize(queries, dim=-1)  # (B, m, d)
-        k = F.normalize(keys, dim=-1)  # (B, n, d)
+        # Unit rows; a zero row stays zero, with a zero gradient. Divide by the length only
+        # where it is not 0: x / max(‖x‖, ε), as F.normalize does, has a gradient of 1/ε
+        # (10¹² for its ε) at a zero row.
+        q_len = torch.linalg.vector_norm(queries, dim=-1, keepdim=True)  # (B, m, 1)
+        k_len = torch.linalg.vector_norm(keys, dim=-1, keepdim=True)  # (B, n, 1)
+        q = torch.where(q_len > 0, queries / torch.where(q_len > 0, q_len, 1.0), 0.0)
+        k = torch.where(k_len > 0, keys / torch.where(k_len > 0, k_len, 1.0), 0.0)
         cosines = torch.bmm(q, k.transpose(1, 2))  # (B, m, d) @ (B, d, n) -> (B, m, n)
         self.attention_weights = masked_softmax(self.scale * cosines, valid_lens)
         weights = self.dropout(self.attention_weights)  # (B, m, n)
@@ -112,13 +113,3 @@ def distance_scores(queries, keys):
     k_sq = (keys**2).sum(dim=-1)  # (B, n)
     dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, m, d) @ (B, d, n) -> (B, m, n)
     return -(q_sq[:, :, None] - 2 * dots + k_sq[:, None, :]) / 2
-
-
-# Answer with a number.
-answer_4_1 = ...
-answer_4_1 = 4.0  # why: each q_i k_i has variance 4 · 4 = 16, so q·k has variance 16 d and q·k/√d variance 16: the scaling removes d, not the entries' own variance
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_4_2 = ...
-answer_4_2 = "b"  # why: q·(k + c) = q·k + q·c, and q·c is the same for every key of a row, so it cancels in the softmax; (a) sharpens the weights, (c) adds c·k, which differs from key to key, and (d) adds c to the output, since the weights sum to 1

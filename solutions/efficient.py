@@ -336,20 +336,3 @@ class ChunkedAdditiveAttention(AdditiveAttention):
             outputs.append(torch.bmm(self.dropout(attention), values))  # (B, c, v)
         self.attention_weights = torch.cat(weights, dim=1) if self.keep_weights else None
         return torch.cat(outputs, dim=1)  # (B, m, v)
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_10_1 = ...
-answer_10_1 = "b"
-# why: every score is still computed, once; what the kernel saves is writing the
-# (B, m, n) scores out and reading them back several times, the memory traffic that
-# kept the textbook layer far below the torch.mm rate. The online softmax is exact (to
-# rounding), and every variant ran in float32.
-
-
-# Answer with a number (an int or a float).
-answer_10_2 = ...
-answer_10_2 = 8 * 1024
-# why: the mask has shape (B, 1, 1, n) = (8, 1, 1, 1024): one boolean per sequence
-# and key. The heads and the queries are axes of size 1 that SDPA broadcasts, so the
-# mask does not grow with h or m, where a mask per score would hold 8 * 16 * 1024 * 1024.

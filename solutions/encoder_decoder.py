@@ -78,19 +78,3 @@ class DecoderBlock(nn.Module):
             X = self.norm2(X + self.dropout(self.cross_attention(X, H, H, enc_valid_lens)))
             X = self.norm3(X + self.dropout(self.ffn(X)))  # (B, T, d)
         return X
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_9_1 = ...
-answer_9_1 = "b"
-# why: greedy decoding here reruns the decoder on the whole prefix, 5 positions, and
-# each is a query (a row); the 12 encoder outputs are the keys (the columns). (B, h, 5, 5)
-# is the self-attention's, and (B, h, 1, 12) what a KV cache would give.
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_9_2 = ...
-answer_9_2 = "c"
-# why: the source is given in full before decoding starts, so no target position can
-# see too much of it: causality is about the decoder's own inputs. But the encoder's
-# outputs at padded positions are vectors like any other, so enc_valid_lens must hide them.

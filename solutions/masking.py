@@ -87,17 +87,3 @@ def masked_softmax(X, valid_lens):
     empty_rows = ~mask.any(dim=-1, keepdim=True)  # (B, m, 1)
     scores = scores.masked_fill(empty_rows, 0.0)
     return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_2_1 = ...
-answer_2_1 = "c"  # why: the softmax subtracts the row's largest score, so a masked key
-# gets exp(-1e6 - max), which is exactly 0 in float32 as long as one key is valid; in a
-# row of valid length 0 every score is -1e6, and each of the n keys gets 1/n (pitfall 3).
-
-
-# Answer with a number.
-answer_2_2 = ...
-answer_2_2 = 15  # why: a 1-D valid_lens is one length per sequence, shared by its 3 queries:
-# sequence 0 has 3 rows of 4 masked keys (12 zeros, the empty rows of Exercise 2.2), and
-# sequence 1 has 3 rows with 1 masked key (3 zeros). The textbook version gives only 3.

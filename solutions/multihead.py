@@ -123,27 +123,3 @@ class MultiHeadAttention(nn.Module):
             valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
         output = self.attention(queries, keys, values, valid_lens)  # (B*h, m, d/h)
         return self.W_o(transpose_output(output, self.num_heads))  # (B, m, d)
-
-
-# Answer with a number.
-answer_7_1 = ...
-answer_7_1 = 5
-# Why: the causal mask and the padding each cut the row at a prefix, so the length is
-# min(t + 1, 5) = min(7, 5) = 5. A padded query still averages the 5 valid keys; its output
-# means nothing, so a loss must leave padded positions out.
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_7_2 = ...
-answer_7_2 = "a"
-# Why: entry b·h + i holds head i of example b, and 4 = 1·3 + 1: example 1, head 1, features
-# 4 to 7. Every head of example 1 needs example 1's length; repeat_interleave(valid_lens, 3,
-# dim=0) puts it at entries 3, 4 and 5, while repeat would put example 0's at entry 4.
-
-
-# Answer with a number.
-answer_7_3 = ...
-answer_7_3 = 16384
-# Why: W_q, W_k, W_v and W_o are 64 × 64 matrices whatever the number of heads, 4 · 64² =
-# 16384; the 8 heads of size 8 are column blocks of them. More heads cost no parameters, only
-# more (smaller) attention matrices.

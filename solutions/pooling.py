@@ -75,17 +75,3 @@ class NWKernelRegression(nn.Module):
         self.attention_weights = torch.softmax(scores, dim=-1)
         # weighted sum over the keys: (m, n) -> (m,)
         return (self.attention_weights * values).sum(dim=-1)
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_1_1 = ...
-answer_1_1 = "b"  # why: softmax(s + c) = softmax(s), as e^c cancels between numerator and
-# denominator; (a) is the kernel of width σ/√2, (c) changes the weights and (d) makes each
-# key's column, not each query's row, sum to one.
-
-
-# Answer with a number.
-answer_1_2 = ...
-answer_1_2 = 30  # why: the softmax depends only on the differences between scores, and
-# key 3 beats key 2 by (98² - 97²) / (2 · 0.25²) = 1560, so it takes all the weight:
-# the nearest key's value, not 0, not the mean 20, and not the NaN of exp / sum.

@@ -153,18 +153,3 @@ class PositionalEncoding(nn.Module):
                 f"sequences of length {X.shape[1]} are longer than max_len={self.P.shape[1]}"
             )
         return self.dropout(X + self.P[:, : X.shape[1]].to(X.dtype))  # (B, N, d) + (1, N, d)
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_6_1 = ...
-answer_6_1 = "b"  # why: the layer is equivariant, not invariant: each output is the same weighted sum of the same values, moved with its item; the other rows sum over the same set of items, in another order.
-
-
-# Answer with a number.
-answer_6_2 = ...
-answer_6_2 = 457  # why: three projections without bias, 16·8 + 16·8 + 16·12 = 448, and 2K + 1 = 9 biases, one per clipped offset, whatever the length; dropout has no parameters.
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_6_3 = ...
-answer_6_3 = "c"  # why: "dog" has offset -2 to "man" in one sentence and +2 in the other, so it gets other biases; (a) and (b) are compositions of permutation-equivariant layers, equivariant again; (d) forgets that positions can enter the scores.

@@ -75,28 +75,3 @@ class TransformerBlock(nn.Module):
             X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))  # (B, T, d)
             X = self.norm2(X + self.dropout(self.ffn(X)))  # (B, T, d)
         return X
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_8_1 = ...
-answer_8_1 = "b"
-# Why: nn.LayerNorm(8) normalises over the last axis only: the 8 features of one position.
-# It uses no statistics across the batch or the sequence (batch normalisation does), so
-# other sequences and padded positions cannot change a valid position.
-
-
-# Answer with a number.
-answer_8_2 = ...
-answer_8_2 = 5.0
-# Why: variances of independent terms add: 1 + 2 · 12 = 25, a standard deviation of 5.
-# The stream grows like the square root of the depth, so each later block changes it
-# relatively less, and a pre-norm stack needs a final LayerNorm before its classifier.
-
-
-# Answer with one letter: "a", "b", "c" or "d".
-answer_8_3 = ...
-answer_8_3 = "c"
-# Why: pre-norm is X + f(LN(X)): only the sublayer's input is normalised, never the stream,
-# so the output is a plain sum and the stack ends with a LayerNorm. Both forms have the same
-# parameters (a), (b) is a different block, and post-norm is the one that is hard to train
-# at depth (d): the next section shows it.

@@ -7,6 +7,12 @@ os.environ.setdefault("MPLBACKEND", "agg")
 
 from checks import available_devices  # noqa: E402
 from tests._shared import released, released_copy  # noqa: E402, F401  (the slow tier's shared release)
+from tests.skips import SkipAudit, in_ci  # noqa: E402
+
+
+def pytest_configure(config):
+    """Every skip is listed (`-ra`) and audited: see tests/skips.py."""
+    config.pluginmanager.register(SkipAudit(ci=in_ci()), "skip-audit")
 
 
 def device_params():

@@ -115,6 +115,7 @@ def exercise_chapters() -> dict[str, str]:
     }
 
 
+@functools.cache  # called for every wrong and unusual answer, at collection
 def chapter_of(target: str) -> str:
     try:
         return exercise_chapters()[target]

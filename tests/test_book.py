@@ -269,7 +269,8 @@ def _index_terms(html_dir: Path) -> set[str]:
 
 def test_student_edition_contains_no_solution_text(reader, student):
     """Is no line of any solution, model answer or hidden test anywhere in the student build
-    (pages, search index, downloadable .ipynb and .md), while the reader edition has them all?"""
+    (pages, search index, downloadable .ipynb and .md), while the reader edition's pages have
+    them all? (The reader's downloads are workbooks: model answers folded, no solution code.)"""
     code, answers, hidden, _ = _secrets()
     assert len(code) > 30 and len(answers) > 5 and hidden, (len(code), len(answers), len(hidden))
     student_texts = _build_texts(student)
@@ -286,7 +287,10 @@ def test_student_edition_contains_no_solution_text(reader, student):
     reader_sources = " ".join(t for name, t in reader_texts.items() if name.endswith("(cells)"))
     for secret in code + answers:  # not vacuous: the reader edition shows every one of them
         assert secret in reader_pages, f"reader pages lack {secret!r}"
+    for secret in answers:  # a model answer is in the reader's downloads, folded (<details>)
         assert secret in reader_sources, f"reader's downloadable notebooks lack {secret!r}"
+    for secret in code:  # but no solution code: the downloads are workbooks
+        assert secret not in reader_sources, f"reader's downloadable notebooks hold {secret!r}"
     for secret in hidden:  # hidden tests are in neither edition
         assert not any(secret in t for t in reader_texts.values()), secret
 
@@ -417,10 +421,22 @@ WIDE_EQUATIONS_JS = """() => {
 }"""
 
 
+# Every inline formula (and the span.math that holds it, which scrolls sideways) whose content
+# overflows its box, by more than the 1 px that rounding a fractional size to whole pixels
+# gives: such a box scrolls, with a scrollbar under the formula. (MathJax's hidden MathML copy
+# for screen readers once made every inline formula of every page overflow by 2 to 13 px.)
+SCROLLING_INLINE_MATH_JS = """() => [...document.querySelectorAll('mjx-container:not([display="true"])')]
+  .flatMap(e => [e, e.closest('span.math')].filter(Boolean))
+  .filter(e => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1)
+  .map(e => `${e.tagName.toLowerCase()}: content ${e.scrollWidth}x${e.scrollHeight} px in a`
+    + ` ${e.clientWidth}x${e.clientHeight} px box: ${(e.textContent || '').slice(0, 40)}`)"""
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_page_in_chromium(name, visit):
     """Does the page load offline with no errors, typeset its math, fit every display equation
-    in the text column (eq. 6.2 once lost its upper limit past the edge) and load every figure?"""
+    in the text column (eq. 6.2 once lost its upper limit past the edge), keep every inline
+    formula inside its box (no scrollbar under it), and load every figure?"""
     v = visit(f"{name}.html")
     page = v.page
     if _typeset(page):
@@ -432,6 +448,8 @@ def test_page_in_chromium(name, visit):
         assert not untypeset, f"math left untypeset: {untypeset[:5]}"
         wide = page.evaluate(WIDE_EQUATIONS_JS)
         assert not wide, "wider than the column:\n" + "\n".join(wide)
+        scrolling = page.evaluate(SCROLLING_INLINE_MATH_JS)
+        assert not scrolling, "inline formulas that scroll:\n" + "\n".join(scrolling[:10])
     text = page.evaluate("() => document.querySelector('main').innerText")
     assert "$$" not in text, "raw $$ in the page"
     images = page.evaluate(
@@ -475,22 +493,81 @@ def test_search_finds_masked_softmax(visit):
     v.assert_clean()
 
 
-def test_launch_buttons(reader, student):
-    """Does every reader chapter link to Binder, Colab and JupyterHub for its launchable notebook
-    (on the branch of notebooks without solutions), while the student edition has none?"""
+def test_launch_buttons(reader, student, tmp_path):
+    """Does every reader page with code (the chapters and the introduction) link to Binder and
+    Colab for a notebook of the launchable tree (on the branch of notebooks without solutions),
+    with a JupyterHub button only if a hub is set, while the student edition has none?"""
     import yaml
 
-    branch = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["launch_branch"]
-    for name in CHAPTERS:
+    from autograder import launch
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    branch = config["repository"]["launch_branch"]
+    hub = (config.get("launch_buttons") or {}).get("jupyterhub_url")
+    tree = {p.name for p in launch.write_launchables(tmp_path / "launch")}
+    for name in [PAGES[0], *CHAPTERS]:
         links = _parse(reader / f"{name}.html").links
         notebook = f"{Path(name).name}.ipynb"
-        for host in ("mybinder.org", "colab.research.google.com", "/hub/user-redirect/git-pull"):
+        assert notebook in tree, notebook
+        for host in ("mybinder.org", "colab.research.google.com"):
             assert any(
-                host in link and notebook in unquote(link) and branch in unquote(link)
+                host in link and unquote(link).endswith(notebook) and branch in unquote(link)
                 for link in links
             ), (name, host)
+        hubs = [link for link in links if "/hub/user-redirect/git-pull" in link]
+        assert bool(hubs) == bool(hub), (name, hubs)
         student_links = _parse(student / f"{name}.html").links
         assert not any("mybinder.org" in link or "colab." in link for link in student_links)
+
+
+@pytest.mark.parametrize("edition", ["reader", "student"])
+def test_every_download_is_a_workbook(edition, request):
+    """Is every chapter's download (.ipynb and .md) of the built site a workbook: each stub
+    followed by its self-check, the reference a commented import away, no cell after a stub that
+    defines, imports or loads a graded name, no output, no revealing cell? And does the
+    introduction's download start with the setup cell?"""
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    from autograder import launch
+    from tests import _workbooks
+
+    html_dir = request.getfixturevalue(edition)
+    found = []
+    for name in CHAPTERS:
+        sources = html_dir / "_sources" / f"{name}"
+        nb = nbformat.read(sources.with_suffix(".ipynb"), as_version=4)
+        md = read_myst_markdown_notebook(sources.with_suffix(".md").read_text())
+        for form, book in (("ipynb", nb), ("md", md)):
+            found += _workbooks.problems(book, Path(name).name, where=f"{edition} .{form}: ")
+    assert not found, "\n".join(found)
+    intro = html_dir / "_sources" / PAGES[0]
+    for book in (
+        nbformat.read(intro.with_suffix(".ipynb"), as_version=4),
+        read_myst_markdown_notebook(intro.with_suffix(".md").read_text()),
+    ):
+        code = [c for c in book.cells if c.cell_type == "code"]
+        assert launch.is_setup(code[0]) and code[0].source.strip() == launch.setup_source().strip()
+
+
+def test_revealing_cells_are_in_the_reader_edition_only(reader, student):
+    """Is the code of every cell that reveals a prediction on the reader's pages, and nowhere
+    in the student build (pages, search index, downloads)?"""
+    from tests.test_workbooks import REVEALED_BY
+
+    code = []
+    for path in nbs.chapter_notebooks():
+        for cell in nbs.read(path).cells:
+            if cell.cell_type == "code" and cell.get("id") in {
+                i for ids in REVEALED_BY.values() for i in ids
+            }:
+                lines = [ln for ln in cell.source.splitlines() if len(ln.strip()) > 25]
+                code += [_norm(ln) for ln in lines if not ln.lstrip().startswith("#")]
+    assert len(code) >= len(REVEALED_BY)
+    student_texts = _build_texts(student)
+    reader_pages = " ".join(t for n, t in _build_texts(reader).items() if n.endswith("(text)"))
+    for line in code:
+        assert line in reader_pages, line
+        assert not [n for n, t in student_texts.items() if line in t], line
 
 
 # ---------------------------------------------------------------- at a phone's width

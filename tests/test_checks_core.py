@@ -10,6 +10,7 @@ import sysconfig
 import textwrap
 from pathlib import Path
 
+import numpy
 import pytest
 import torch
 
@@ -395,6 +396,79 @@ def test_on_meta_sees_tensors_made_on_the_cpu():
     assert on_meta(lambda: torch.tensor(X.tolist()), "needs values") is None
 
 
+def _cpu_mask_that_dodges(X):
+    """A mask made on the CPU, and on meta an exception that says what the old check skipped on."""
+    if X.device.type == "meta":
+        raise NotImplementedError("meta tensor: data-dependent, this needs values")
+    return torch.arange(X.shape[-1]) < 2
+
+
+def _reads_values(X):
+    return torch.tensor(X.tolist())
+
+
+def _reads_values_and_says_otherwise(X):
+    try:
+        return _reads_values(X)
+    except NotImplementedError:
+        raise ValueError("something else went wrong") from None
+
+
+def _raises_its_own_runtime_error(X):
+    raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+
+
+@pytest.mark.parametrize("served", [False, True], ids=["direct", "through the proxy"])
+def test_on_meta_skips_only_for_a_read_it_saw_itself(served):
+    """Does on_meta skip only where its own watch saw a read of values on meta raise, and fail
+    code whose exception merely says so (NotImplementedError or RuntimeError, any words), or
+    that hides the read's exception behind another (directly, and through the proxy)?"""
+    from checks._contract import on_meta
+    from checks._remote import local
+
+    sessions = []
+
+    def use(fn):
+        if not served:
+            return fn
+        session, proxy = local(fn)
+        sessions.append(session)
+        return proxy
+
+    X = torch.zeros(2, 3, device="meta")
+    try:
+        assert on_meta(lambda: use(_reads_values)(X), "reads") is None
+        with pytest.raises(CheckError, match="raised NotImplementedError: meta tensor"):
+            on_meta(lambda: use(_cpu_mask_that_dodges)(X), "dodges")
+        with pytest.raises(CheckError, match="raised RuntimeError: Tensor.item"):
+            on_meta(lambda: use(_raises_its_own_runtime_error)(X), "says")
+        with pytest.raises(CheckError, match="raised ValueError: something else"):
+            on_meta(lambda: use(_reads_values_and_says_otherwise)(X), "hides")
+    finally:
+        for session in sessions:
+            session.close()
+
+
+@pytest.mark.parametrize(
+    "text, shown, hidden",
+    [
+        ("\n".join(f"line {i}" for i in range(71)), "line 3", "line 4"),
+        ("x" * 5000, "x" * 100, "x" * 401),
+        ("red \x1b[31mtext\x1b[0m and \u202eevil\u202c, a\x00b\rc", "red text and evil", "\x1b"),
+    ],
+    ids=["71 lines", "one long line", "control characters"],
+)
+def test_excerpt_bounds_and_sanitizes(text, shown, hidden):
+    """Does excerpt keep four lines and 400 characters at most, count what it cut, and drop
+    escape sequences, bidirectional overrides and other control characters?"""
+    from checks._core import excerpt
+
+    out = excerpt(text)
+    assert shown in out and hidden not in out
+    assert len(out) < 480 and out.count("\n") <= 3
+    assert not any(c in out for c in "\x1b\u202e\u202c\x00\r")
+
+
 def test_dropout_pattern_tells_once_from_twice():
     """Does the dropout check accept one dropout and reject two, or none?"""
     from checks._contract import expect_dropout_pattern, seeded
@@ -423,6 +497,42 @@ def test_gradient_checks_see_detached_parts():
         expect_gradient_values(lambda x: x * x.detach(), {"x": x}, "x * x.detach()")
 
 
+def _softmax_half_detached(x):
+    return x.exp() / x.exp().sum().detach()
+
+
+GRADIENT_CASES = {  # function of a float64 x: is its autograd gradient the derivative?
+    "x sin x": (lambda x: x.sin() * x, True),
+    "softmax": (lambda x: torch.softmax(x, dim=-1), True),
+    "x @ x.T": (lambda x: x @ x.T, True),
+    "x * x.detach()": (lambda x: x * x.detach(), False),
+    "exp / detached sum": (_softmax_half_detached, False),
+    "sin in float32": (lambda x: x.float().sin().double(), False),
+    "softmax in float32": (lambda x: torch.softmax(x.float(), dim=-1).to(x.dtype), False),
+}
+
+
+@pytest.mark.parametrize("name", GRADIENT_CASES)
+def test_the_gradient_check_agrees_with_gradcheck(name):
+    """Does expect_gradient_values (finite differences along a random direction) give the
+    verdict of torch.autograd.gradcheck's full Jacobian, for right gradients, detached parts
+    and float32 inside? (gradcheck's own fast mode passes sin computed in float32.)"""
+    from checks._contract import expect_gradient_values
+
+    f, right = GRADIENT_CASES[name]
+    x = torch.randn(3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(0)
+    theirs = torch.autograd.gradcheck(
+        f, (x.clone().requires_grad_(),), fast_mode=False, raise_exception=False
+    )
+    assert theirs is right
+    if right:
+        expect_gradient_values(f, {"x": x}, name)
+    else:
+        with pytest.raises(CheckError, match="not the derivative"):
+            expect_gradient_values(f, {"x": x}, name)
+
+
 def test_float64_runs_on_the_cpu_for_a_device_without_it():
     """Is float64 tested on the CPU for MPS, and on the device itself otherwise?"""
     from checks._contract import float64_device
@@ -442,11 +552,29 @@ def test_expect_choice_takes_exactly_one_of_the_letters(answer):
     assert expect_choice(" B ", "abcd", "answer_9_9") == "b"
 
 
-@pytest.mark.parametrize("answer", ["30", float("nan"), float("inf"), True, None, [30]])
+@pytest.mark.parametrize(
+    "answer",
+    ["30", float("nan"), float("inf"), True, None, [30], 10**400, torch.tensor(True)]
+    + [torch.tensor([1.0, 2.0]), torch.tensor(1 + 2j), numpy.bool_(True), numpy.array([30.0])],
+    ids=repr,
+)
 def test_expect_number_refuses_what_is_not_a_finite_number(answer):
-    """Does expect_number refuse strings, NaN, infinity, booleans and lists?"""
+    """Does expect_number refuse strings, NaN, infinity, booleans (also as a tensor or NumPy),
+    lists, arrays, complex numbers and an int too large for a float?"""
     from checks._core import expect_number
 
     with pytest.raises(CheckError, match="answer_9_9"):
         expect_number(answer, "answer_9_9")
-    assert expect_number(torch.tensor(30.0), "answer_9_9") == 30.0
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [30, 30.0, numpy.float64(30.0), numpy.float32(30.0), numpy.int64(30), torch.tensor(30.0)]
+    + [torch.tensor([30]), numpy.array(30.0)[()]],
+    ids=repr,
+)
+def test_expect_number_takes_numbers_in_every_form(answer):
+    """Are ints, floats, NumPy scalars and one-element real tensors all the number 30?"""
+    from checks._core import expect_number
+
+    assert expect_number(answer, "answer_9_9") == 30.0

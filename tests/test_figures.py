@@ -100,3 +100,75 @@ def test_every_diagram_is_shown_with_a_label_and_alt_text(gen):
     assert not missing, f"diagrams no chapter shows: {missing}"
     for name, d in gen.DIAGRAMS.items():
         assert len(d.alt.split()) >= 20, f"{name}: the alt text should describe the diagram"
+
+
+# ---------------------------------------------------------------- diagrams are data
+
+
+def test_every_drawn_distribution_sums_to_one(gen):
+    """Does every probability distribution a diagram draws sum to 1, as the reader sees it
+    (the printed or shaded numbers, not the unrounded ones), with no negative weight?"""
+    from decimal import Decimal
+
+    assert set(gen.DISTRIBUTIONS) <= set(gen.DIAGRAMS), "a distribution of no diagram"
+    assert gen.DISTRIBUTIONS, "no distribution declared: the test would be vacuous"
+    for name, rows in gen.DISTRIBUTIONS.items():
+        for row in rows:
+            numbers = [Decimal(x) for x in row]
+            assert min(numbers) >= 0, f"{name}: a negative weight in {row}"
+            assert sum(numbers) == 1, f"{name}: {' + '.join(row)} = {sum(numbers)}, not 1"
+
+
+def test_diagrams_draw_their_declared_numbers(gen, monkeypatch):
+    """Does each diagram take its weights from the declared data (change the data, and the
+    drawing changes), so that the sum checked above is the sum drawn?"""
+    for name, constant, other in [
+        ("attention_pooling", "POOLING_WEIGHTS", ("0.25", "0.25", "0.25", "0.25")),
+        ("masking", "MASKING_WEIGHTS", ("0.50", "0.25", "0.25", "0", "0")),
+        ("dot_product_attention", "SDPA_WEIGHTS", (("0.2",) * 5,) * 3),
+    ]:
+        before = gen.render(gen.DIAGRAMS[name])
+        monkeypatch.setattr(gen, constant, other)
+        assert gen.render(gen.DIAGRAMS[name]) != before, f"{name} ignores {constant}"
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize(
+    "scores", [(-1.0, 0.5, -0.2, -2.0), (0.0, 0.0, 0.0), (3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0)]
+)
+def test_rounded_distribution_sums_to_one(gen, scores):
+    """Does the rounding of a softmax for display keep the shown sum at exactly 1, each shown
+    weight within one unit of the last digit of the exact one?"""
+    import math
+    from decimal import Decimal
+
+    shown = gen.rounded_distribution(scores)
+    exact = [math.exp(s) / sum(math.exp(t) for t in scores) for s in scores]
+    assert sum(Decimal(x) for x in shown) == 1, shown
+    assert all(abs(float(x) - e) < 0.01 for x, e in zip(shown, exact, strict=True)), shown
+
+
+def test_no_text_leaves_a_diagram(gen):
+    """Does every text of every diagram, measured as the SVG writer lays it out, stay inside the
+    figure (the dot-product diagram once cut the last ")" of its shapes line)?"""
+    outside = {name: gen.check(d) for name, d in gen.DIAGRAMS.items()}
+    assert not any(outside.values()), {name: o for name, o in outside.items() if o}
+
+
+def test_text_past_the_edge_is_caught(gen):
+    """Does the check see a text that reaches one point past the right edge, and does
+    `make_diagrams.py` refuse to write such a diagram?"""
+    import matplotlib
+
+    def too_wide():
+        fig, ax = gen.canvas(2.0, 1.0)
+        gen.label(ax, 0.1, 0.5, "(B, m, n) × (B, n, v) → (B, m, v)", ha="left")
+        return fig
+
+    with matplotlib.rc_context(gen.RC):
+        assert gen.texts_outside(too_wide())
+        fig, ax = gen.canvas(2.0, 1.0)
+        gen.label(ax, 1.0, 0.5, "(B, m)")
+        assert not gen.texts_outside(fig)
+    bad = gen.Diagram("too_wide", "t", "a", too_wide)
+    assert gen.check(bad) and "spans x" in gen.check(bad)[0]

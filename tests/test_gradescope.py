@@ -7,15 +7,15 @@ runs it from ``/autograder``; the grader reads ``/autograder/submission`` and wr
 temporary folder bound at ``/autograder``, the machine's system read-only, no network,
 and a clean environment: nothing of this repository is on the path.
 
-Offline and in CI time, ``setup.sh`` cannot download the lock's 164 packages (1.7 GB).
-So the harness does what a package cache does: the project's installed environment is
-bound read-only at the system Python's ``/usr/local/lib/python3.11/dist-packages`` and
-``setup.sh`` is told (``AUTOGRADER_VENV_OPTIONS=--system-site-packages``) to make its venv
-see it; pip's index is the machine's local package index (``pip config``, as the
-Makefile's install uses it) instead of PyPI. Everything else is ``setup.sh`` as shipped: it
-finds the system's Python >= 3.11, creates ``/autograder/venv`` and has pip resolve the
-complete lock there (every pin must be satisfied, or pip fails offline). One venv serves
-both submissions, as on Gradescope, where setup runs once per image.
+Offline and in CI time, ``setup.sh`` cannot download the grader lock's 116 packages (1.4 GB
+installed). So the harness does what a package cache does: the project's installed
+environment is bound read-only at the system Python's ``/usr/local/lib/python3.11/dist-packages``
+and ``setup.sh`` is told (``AUTOGRADER_VENV_OPTIONS=--system-site-packages --without-pip``) to
+make its venv see it, pip and setuptools included; pip's index is the machine's local package
+index (``pip config``, as the Makefile's install uses it) instead of PyPI. Everything else is
+``setup.sh`` as shipped: it finds the system's Python 3.11, creates ``/autograder/venv`` and
+has pip resolve the hashed grader lock there (every pin must be satisfied, or pip fails
+offline). One venv serves both submissions, as on Gradescope, where setup runs once per image.
 """
 
 import json
@@ -32,6 +32,7 @@ import pytest
 
 from autograder import gradescope
 from autograder.course import Course
+from tests import lockfile
 from tests.hostile import CHAPTER, reference
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,23 +58,22 @@ VISIBLE = sum(p for p, hidden in TESTS.values() if not hidden)
 HIDDEN = [p for p, hidden in TESTS.values() if hidden]
 
 
-def _lock_pins() -> list[str]:
-    return [
-        ln.strip()
-        for ln in (ROOT / "requirements.lock").read_text().splitlines()
-        if ln.strip() and not ln.startswith("#")
-    ]
-
-
 # ---------------------------------------------------------------- the bundle's text (fast)
 
 
-def test_the_bundle_installs_the_complete_lock():
-    """Does requirements.txt carry every pin of the lock (jupyter-client included)?"""
-    pins = [ln for ln in gradescope._requirements(ROOT / "requirements.lock").splitlines()]
-    pins = [ln for ln in pins if not ln.startswith("#")]
-    assert pins == _lock_pins() and len(pins) > 100
-    assert any(p.startswith("jupyter_client==") for p in pins)
+def test_the_bundle_installs_the_grader_lock(tmp_path):
+    """Is requirements.txt the grader's lock, hashed, with the CPU index (jupyter-client and
+    ipykernel included, none of the maintainers' tools)?"""
+    text = gradescope._requirements(lockfile.GRADER)
+    assert text.endswith(lockfile.GRADER.read_text())
+    (tmp_path / "requirements.txt").write_text(text)
+    pins = lockfile.pins(tmp_path / "requirements.txt")
+    assert pins == lockfile.pins(lockfile.GRADER) and all(p.hashes for p in pins.values())
+    assert {"torch", "nbgrader", "jupyter-client", "ipykernel"} <= set(pins)
+    assert not {"jupyter-book", "sphinx", "pytest", "playwright", "ruff"} & set(pins)
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lockfile.options(
+        tmp_path / "requirements.txt"
+    )
 
 
 def test_run_autograder_never_looks_next_to_itself():
@@ -131,9 +131,8 @@ def _bwrap(folder: Path, command: list[str], chdir: str, env: dict[str, str], lo
 def _local_index() -> dict[str, str]:
     """pip's local package sources, as the Makefile's install uses them (``pip config``).
 
-    The configured local indexes stand in for PyPI (the sandbox has no network): they hold
-    what the project's environment lacks, setuptools >= 77 for torch (the lock has no pin for
-    setuptools, and ensurepip gives the venv an older one).
+    The configured local indexes stand in for PyPI (the sandbox has no network), for anything
+    the project's environment lacks.
     """
     out = subprocess.run(
         [
@@ -174,7 +173,8 @@ def image(tmp_path_factory):
             if mode:
                 (folder / "source" / info.filename).chmod(mode)
     log = tmp / "setup.log"
-    env = {**BASE_ENV, "AUTOGRADER_VENV_OPTIONS": "--system-site-packages", **_local_index()}
+    options = "--system-site-packages --without-pip"  # the project's pip and setuptools
+    env = {**BASE_ENV, "AUTOGRADER_VENV_OPTIONS": options, **_local_index()}
     start = time.monotonic()
     code = _bwrap(folder, ["/autograder/source/setup.sh"], "/autograder/source", env, log)
     elapsed = time.monotonic() - start
@@ -277,16 +277,52 @@ for _ in range(20000):
 """
 
 
+# What the kernel's user can read, written to /probe (a folder the test binds in; nothing of
+# Gradescope's): every file it can open under /autograder (its environment, venv/, aside) and
+# /tmp (where the grader works), and the bundle's files it could know by name.
+LISTING = """
+import glob, os
+readable = []
+def can_read(path):
+    try:
+        with open(path, 'rb') as f:
+            f.read(1)
+        return True
+    except OSError:
+        return False
+for top in ('/autograder', '/tmp'):
+    for base, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if os.path.join(base, d) != '/autograder/venv']
+        readable += [os.path.join(base, f) for f in files if can_read(os.path.join(base, f))]
+named = ['/autograder/source/bundle.json', '/autograder/source/checks/hidden/masking.py',
+         '/autograder/source/course/source/masking/masking.ipynb',
+         '/autograder/source/course/template.db', '/autograder/submission/masking.ipynb',
+         '/autograder/results/results.json', '/autograder/run_autograder']
+for pattern in ('/tmp/grade-*/source/masking/masking.ipynb', '/tmp/grade-*/gradebook.db',
+                '/tmp/grade-*/.grading/jobs/*/source/masking/masking.ipynb',
+                '/tmp/grade-*/.grading/jobs/*/gradebook.db'):
+    named += glob.glob(pattern)
+readable += [p for p in named if can_read(p)]
+with open('/probe/readable.txt', 'w') as f:
+    f.write(os.getcwd() + '\\n' + '\\n'.join(sorted(set(readable))))
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_without_namespaces_student_code_runs_as_another_user(image):
+def test_without_namespaces_student_code_runs_as_another_user(image, tmp_path):
     """Docker's default (no CAP_SYS_ADMIN, so no namespaces, but root): does the kernel run as
     another user who can neither read the bundle nor touch results.json, and is every process
-    of it gone before results.json is written, so that a daemon cannot rewrite it?"""
+    of it gone before results.json is written, so that a daemon cannot rewrite it? And, listed
+    file by file, can that user read nothing of the bundle or the grader's work but its own
+    folder: the released checks (no hidden/), the earlier chapters' solutions, the README?"""
     if os.geteuid() != 0:
         pytest.skip("models a container that runs run_autograder as root")
     folder = image[0]
     folder.chmod(0o755)  # /autograder on Gradescope
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    probe.chmod(0o777)
     nb = reference()
     cell = next(
         c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "sequence_mask"
@@ -303,10 +339,27 @@ for action in (
         pass
 subprocess.Popen([sys.executable, '-c', {DAEMON!r}], start_new_session=True)
 """
-    cell.source = cell.source + "\n" + attack
-    results = _grade(image, "user-only", nb, ["--cap-drop", "CAP_SYS_ADMIN"])
+    cell.source = cell.source + "\n" + attack + "\n" + LISTING
+    extra = ["--cap-drop", "CAP_SYS_ADMIN", "--bind", str(probe), "/probe"]
+    results = _grade(image, "user-only", nb, extra)
     log = image[3]["user-only"]
     assert "kernels run as another user" in log and "grading without a sandbox" not in log
     # The daemon polled for results.json to overwrite it: it was gone before the file was.
     assert results["score"] == VISIBLE + sum(HIDDEN) and results["tests"]
     assert not (folder / "results" / "planted.txt").exists()  # not root: results/ is closed
+    cwd, *readable = (probe / "readable.txt").read_text().splitlines()
+    own = {p.removeprefix(cwd + "/") for p in readable if p.startswith(cwd + "/")}
+    release = image[1].root / "release" / CHAPTER
+    released = {
+        str(p.relative_to(release))
+        for p in release.rglob("*")
+        if p.is_file() and p.suffix != ".ipynb" and "__pycache__" not in p.parts
+    }
+    # Its folder: what the release hands out (checks/ without hidden/, the earlier chapters'
+    # solutions/, figures, the README), without the notebook; no hidden check among it.
+    assert own == released and "checks/_core.py" in own
+    assert not [p for p in own if "hidden" in p]
+    # Beyond it, only its own kernel folder: its connection file and its home.
+    others = [p for p in readable if not p.startswith(cwd + "/")]
+    (kernel,) = {p.rsplit("/", 1)[0] for p in others if p.endswith("/kernel.json")}
+    assert all(p.startswith(kernel + "/") for p in others), others

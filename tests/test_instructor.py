@@ -63,6 +63,61 @@ def test_a_duplicated_answer_cell_keeps_metadata_on_the_last_copy():
     assert "nbgrader" not in copy.metadata
 
 
+# A stand-in for autograder/worker.py: ready at once; for the student "burner" it spends CPU
+# time without end (as reading padded answers did), for anyone else it answers at once.
+FAKE_WORKER = """
+import json, os, sys
+print(json.dumps({"ready": os.getpid()}), flush=True)
+for line in sys.stdin:
+    job = json.loads(line)
+    while job["student"] == "burner":
+        pass
+    print(json.dumps({"job": job["job"], "success": False, "error": "done", "cpu": 0.0}), flush=True)
+"""
+
+
+def test_a_worker_over_its_cpu_limit_is_stopped_and_the_batch_goes_on(tmp_path, monkeypatch):
+    """A notebook that costs the grader's worker its CPU limit: is the worker stopped at the
+    limit, the notebook reported, and the next notebook graded by a fresh worker?"""
+    from tqdm import tqdm
+
+    from autograder import pool
+    from autograder.collect import Submission
+
+    script = tmp_path / "worker.py"
+    script.write_text(FAKE_WORKER)
+    monkeypatch.setattr(pool, "WORKER", script)
+    nb = tmp_path / "nb.ipynb"
+    nbformat.write(reference(), nb)
+    subs = [Submission(name, CHAPTER, nb, f"{name}.ipynb") for name in ("burner", "honest")]
+    template = tmp_path / "template.db"
+    template.write_bytes(b"")
+    recorded = {}
+
+    class Ledger:
+        def record(self, sub, scores, outcome):
+            recorded[sub.student] = outcome
+
+    settings = grading.Settings(jobs=1, grader_cpu_seconds=2, sandbox=False)
+    stats = {"graded": 0, "problems": 0, "failed": []}
+    start = time.monotonic()
+    grading._grade_in_parallel(
+        tmp_path / "course",
+        Ledger(),
+        subs,
+        {CHAPTER: template},
+        {CHAPTER: {f"{CHAPTER}.ipynb": nb.read_bytes()}},
+        settings,
+        stats,
+        tqdm,
+    )
+    assert time.monotonic() - start < 60
+    assert "more than 2 s of its own CPU time" in recorded["burner"]
+    assert recorded["honest"] == "nbgrader could not grade it: done"  # the fake's answer
+    assert stats["problems"] == 2
+    assert not list((tmp_path / "course" / ".grading" / "jobs").iterdir())  # cleaned up
+
+
 # ---------------------------------------------------------------- grading end to end (slow)
 
 

@@ -31,10 +31,12 @@ import nbformat
 import pytest
 import yaml
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 from autograder import launch
 from autograder import notebooks as nbs
 from autograder.editions import INTERNAL, downloadable, stage_book, stub_source
+from tests import lockfile
 
 ROOT = nbs.ROOT
 CHAPTERS = nbs.chapter_names()
@@ -186,16 +188,68 @@ def pip(venv_python: Path, env: dict, *args: str) -> subprocess.CompletedProcess
 
 def test_setup_cell_installs_the_course_at_the_book_version():
     """Does the setup cell name the repository of _config.yml at the tag of pyproject's version,
-    honour ATTENTION_COURSE_PACKAGE, and stay a no-op where the course is importable?"""
+    honour ATTENTION_COURSE_PACKAGE, install nothing where the course is importable, and then
+    make an unfinished exercise say so in one line? Is it plain Python (no IPython magic), and
+    does only a release's mark the notebook as graded?"""
+    import ast
+
+    from checks._quiz import GRADED_ENV
+
     repo = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]
     version = launch.project()["version"]
     source = launch.setup_source()
     assert f'"attention-step-by-step @ git+{repo["url"]}@v{version}"' in source
     assert 'os.environ.get("ATTENTION_COURSE_PACKAGE")' in source
-    assert source.count("%pip install") == 1
+    tree = ast.parse(source)  # no %pip: pip runs in a subprocess, its output is captured
+    assert source.count('"pip", "install"') == 1 and "%" not in source.replace("%s", "")
     # Everything that installs is inside the `if` (a no-op where the course imports).
-    body = source.split("\nif not all(", 1)[1].splitlines()[1:]
-    assert body and all(line.startswith("    ") for line in body if line.strip())
+    install = next(n for n in tree.body if isinstance(n, ast.If))
+    assert "pip" in ast.unparse(install.test) + ast.unparse(install.body)
+    assert "pip" not in "".join(ast.unparse(n) for n in tree.body if n is not install)
+    assert "explain_unfinished()" in source.split("\n")[-1]
+    assert GRADED_ENV not in source
+    graded = launch.setup_source(graded=True)
+    assert f'os.environ["{GRADED_ENV}"] = "1"' in graded
+    ast.parse(graded)
+
+
+def test_setup_cell_asks_for_a_restart_only_when_it_is_needed(tmp_path):
+    """Does the setup cell's install step say "restart" only when pip changed a package that the
+    kernel had already imported? (The step runs here with pip replaced by a stub that changes
+    one distribution's version, in a process that has imported it, or has not.)"""
+    import ast
+
+    source = launch.setup_source()
+    install = next(n for n in ast.parse(source).body if isinstance(n, ast.If))
+    body = ast.unparse(ast.Module(body=install.body, type_ignores=[]))
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import importlib.metadata, importlib.util, os, site, subprocess, sys, types\n"
+        "versions = {'tqdm': '1.0'}\n"
+        "class D:\n"
+        "    def __init__(self, name): self.name = name\n"
+        "    @property\n"
+        "    def version(self): return versions[self.name]\n"
+        "importlib.metadata.distributions = lambda: [D('tqdm')]\n"
+        "importlib.metadata.packages_distributions = lambda: {'tqdm': ['tqdm']}\n"
+        "def fake_run(*a, **k):\n"
+        "    versions['tqdm'] = '2.0'\n"
+        "    return types.SimpleNamespace(returncode=0, stdout='', stderr='')\n"
+        "subprocess.run = fake_run\n"
+        "importlib.util.find_spec = lambda name: object()\n"
+        "if os.environ.get('IMPORTED'):\n"
+        "    sys.modules.setdefault('tqdm', types.ModuleType('tqdm'))\n"
+        "else:\n"
+        "    sys.modules.pop('tqdm', None)\n"
+        "course = 'x'\n" + body + "\n"
+    )
+    for imported, restart in (("1", True), ("", False)):
+        env = {**os.environ, "IMPORTED": imported}
+        out = subprocess.run(
+            [sys.executable, str(probe)], env=env, capture_output=True, text=True, check=True
+        ).stdout
+        assert ("restart the kernel" in out) == restart, out
+        assert ("no restart needed" in out) != restart, out
 
 
 def test_every_notebook_a_student_opens_starts_with_the_setup_cell(tmp_path):
@@ -209,8 +263,13 @@ def test_every_notebook_a_student_opens_starts_with_the_setup_cell(tmp_path):
                 nbs.read(tmp_path / edition / "book" / f"{name}.ipynb")
             )
     launch.write_launchables(tmp_path / "launch")
-    for name in CHAPTERS:
-        found[f"launch/{name}"] = nbs.read(tmp_path / "launch" / f"{name}.ipynb")
+    for name in [*CHAPTERS, "intro"]:
+        found[f"launch/{name}"] = nbs.read(tmp_path / "launch" / f"{Path(name).name}.ipynb")
+    for edition in ("reader", "student"):  # the introduction, a MyST notebook, and its .ipynb
+        from myst_nb.core.read import read_myst_markdown_notebook
+
+        text = (tmp_path / edition / "book" / "intro.md").read_text()
+        found[f"{edition}/intro"] = downloadable(read_myst_markdown_notebook(text))
     for where, nb in found.items():
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert launch.is_setup(code[0]), where
@@ -266,9 +325,10 @@ def test_launchables_hold_stubs_and_self_checks_only(tmp_path):
     assert (tmp_path / "binder" / "requirements.txt").exists()
 
 
-def test_launch_links_open_the_launchable_notebooks():
-    """Do the Colab, Binder and JupyterHub links of a chapter open its launchable notebook on the
-    launch branch (not the nbgrader source on the main branch)?"""
+def test_launch_links_open_the_launchable_notebooks(tmp_path):
+    """Do the Colab and Binder links of a chapter, and of the introduction, open a notebook of
+    the launchable tree on the launch branch (not the nbgrader source on the main branch)? Is
+    there no JupyterHub link until `jupyterhub_url` is set, and one to the hub once it is?"""
     repo = launch.repository()
     org, name = launch._org_repo(repo["url"])
     urls = launch.launch_urls("masking")
@@ -280,11 +340,22 @@ def test_launch_links_open_the_launchable_notebooks():
     assert urls["Binder"] == (
         f"https://mybinder.org/v2/gh/{org}/{name}/{branch}?urlpath=lab/tree/masking.ipynb"
     )
-    assert urls["JupyterHub"].startswith(
-        "https://jupyterhub.example.org/hub/user-redirect/git-pull?"
-    )
-    assert f"urlpath=lab/tree/{name}/masking.ipynb" in urls["JupyterHub"]
-    assert f"branch={branch}" in urls["JupyterHub"]
+    assert "JupyterHub" not in urls  # no hub configured: no button
+    written = {p.name for p in launch.write_launchables(tmp_path / "launch")}
+    for page in ("intro", *CHAPTERS):
+        for url in launch.launch_urls(Path(page).name).values():
+            assert url.endswith(".ipynb") and url.rsplit("/", 1)[-1] in written, url
+    # A course that sets its hub gets the button.
+    root = tmp_path / "fork"
+    root.mkdir()
+    for file in ("pyproject.toml", "_toc.yml"):
+        shutil.copy(ROOT / file, root / file)
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["launch_buttons"]["jupyterhub_url"] = "https://hub.example.edu"
+    (root / "_config.yml").write_text(yaml.safe_dump(config))
+    hub = launch.launch_urls("masking", root)["JupyterHub"]
+    assert hub.startswith("https://hub.example.edu/hub/user-redirect/git-pull?")
+    assert f"urlpath=lab/tree/{name}/masking.ipynb" in hub and f"branch={branch}" in hub
 
 
 def test_binder_environment_matches_the_lock():
@@ -295,13 +366,10 @@ def test_binder_environment_matches_the_lock():
         for ln in (ROOT / "binder" / "requirements.txt").read_text().splitlines()
         if ln.strip() and not ln.startswith("#")
     ]
-    lock = dict(
-        ln.split("==", 1)
-        for ln in (ROOT / "requirements.lock").read_text().splitlines()
-        if "==" in ln and not ln.startswith("#")
-    )
+    torch = Version(lockfile.pins()["torch"].version)  # 2.13.0+cpu: the CPU index's build
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lockfile.options()
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
-    assert f"torch=={lock['torch']}" in lines
+    assert f"torch=={torch.public}" in lines
     assert "." in lines
     assert (ROOT / "binder" / "runtime.txt").read_text().strip() == "python-3.11"
 
@@ -451,9 +519,10 @@ def test_pip_install_from_a_clone_and_a_wheel(bare, tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_downloaded_notebooks_run_in_a_bare_environment(bare, tmp_path):
-    """Each chapter's downloadable notebook (the reader edition's), alone in an empty folder of a
-    bare environment, runs top to bottom against the installed course. The first one's setup
-    cell installs the course from ATTENTION_COURSE_PACKAGE (the clone); in the others (the same
+    """Each chapter's downloadable notebook (the reader edition's workbook, its stubs answered
+    with the references), alone in an empty folder of a bare environment, runs top to bottom
+    against the installed course. The first one's setup cell installs the course from
+    ATTENTION_COURSE_PACKAGE (the clone) and says no restart is needed; in the others (the same
     cell, as the fast tests prove) it finds the course and does nothing."""
     python, repo, _ = bare
     env = bare_env(python, ATTENTION_COURSE_PACKAGE=str(repo))
@@ -463,11 +532,14 @@ def test_downloaded_notebooks_run_in_a_bare_environment(bare, tmp_path):
     times = {}
     for i, name in enumerate(CHAPTERS):
         start = time.monotonic()
-        nb = downloadable(nbs.read(tmp_path / "stage" / "book" / f"{name}.ipynb"))
+        nb = with_reference_answers(
+            downloadable(nbs.read(tmp_path / "stage" / "book" / f"{name}.ipynb")), name
+        )
         done = run_notebook(python, nb, tmp_path / "run" / name, env)
         setup = next(c for c in done.cells if launch.is_setup(c))
         installing = f"Installing the course: pip install {repo}" in outputs(setup)
         assert installing == (i == 0), (name, outputs(setup))
+        assert ("Installed; no restart needed." in outputs(setup)) == (i == 0), outputs(setup)
         where = probe(done)
         assert where["prefix"] == str(python.parent.parent)
         assert Path(where["checks"]).is_relative_to(where["prefix"]), where
@@ -476,6 +548,20 @@ def test_downloaded_notebooks_run_in_a_bare_environment(bare, tmp_path):
     pip(python, env, "uninstall", "-y", "attention-step-by-step")
     print("\n" + ", ".join(f"{k} {v:.0f} s" for k, v in times.items()))
     print(f"all chapters: {sum(times.values()):.1f} s")
+
+
+def with_reference_answers(nb, chapter: str):
+    """A workbook of ``chapter`` with each stub replaced by its reference answer, in order."""
+    answers = [
+        nbs.strip_lines(nbs.without_markers(c.source), lambda s: bool(nbs.SAVE_LINE.match(s)))
+        for c in nbs.read(nbs.notebook_path(chapter)).cells
+        if c.cell_type == "code" and nbs.is_solution(c)
+    ]
+    stubs = [c for c in nb.cells if "raise NotImplementedError()" in c.source]
+    assert len(stubs) == len(answers) > 0, chapter
+    for stub, answer in zip(stubs, answers, strict=True):
+        stub.source = answer
+    return nb
 
 
 @pytest.mark.slow

@@ -127,3 +127,70 @@ def test_a_huge_output_is_cut(preprocessors):
     cell.outputs = [new_output("stream", name="stdout", text="x" * 300_000)]
     (out,) = run(cap, cell)
     assert len(out.outputs[0].text) < 101_000 and "cut by the grader" in out.outputs[0].text
+
+
+def test_a_conversation_past_its_deadline_ends_however_slowly_bytes_come():
+    """A peer that sends a byte every 0.2 s never trips a per-call timeout: does the
+    checks' socket end at its one deadline all the same?"""
+    import socket
+    import threading
+    import time
+
+    from autograder.preprocessors import _Deadline
+
+    ours, theirs = socket.socketpair()
+    stop = threading.Event()
+
+    def trickle():
+        while not stop.is_set():
+            try:
+                theirs.send(b"x")
+            except OSError:
+                return
+            time.sleep(0.2)
+
+    threading.Thread(target=trickle, daemon=True).start()
+    start = time.monotonic()
+    sock = _Deadline.wrap(ours, time.monotonic() + 1.0)
+    sock.settimeout(60)  # what the protocol's code may set: the deadline still decides
+    with pytest.raises(TimeoutError):
+        while True:
+            sock.recv(1)
+    assert time.monotonic() - start < 2.0
+    stop.set()
+    sock.close()
+    theirs.close()
+
+
+def test_after_the_kernel_dies_no_test_cell_is_scored_as_passed():
+    """The kernel dies at one cell: does that cell say so, does every test cell after it fail
+    (a test cell without an error would score full points), and are the cells before it kept?"""
+    from nbclient.exceptions import DeadKernelError
+    from nbgrader import utils
+
+    from autograder.preprocessors import CpuTimedExecute
+
+    ran = []
+
+    class Dies(CpuTimedExecute):
+        def execute_cell(self, cell, index, **kwargs):
+            ran.append(index)
+            if index == 1:
+                raise DeadKernelError("Kernel died")
+            cell.outputs = [new_output("stream", name="stdout", text="✓ fine\n")]
+            return cell
+
+    before = new_code_cell('checks.run("g", f)', metadata=TEST)
+    after = new_code_cell('checks.run("g", f)', metadata=TEST)
+    cells = [before, new_code_cell("os._exit(0)"), after, new_code_cell("x = 1")]
+    ex = Dies()
+    CpuTimedExecute.reset()
+    ex._walled, ex._stopped_at, ex._index, ex._cell_cpu = set(), None, -1, None
+    for index, cell in enumerate(cells):
+        ex.preprocess_cell(cell, {}, index)
+    assert ran == [0, 1]  # nothing after the stop was sent to a dead kernel
+    assert cells[1].outputs[0].ename == "KernelStopped"
+    assert "did not run" in after.outputs[0].evalue
+    assert CpuTimedExecute.stopped_cell == 2
+    assert utils.determine_grade(before, None) == (1, 1)
+    assert utils.determine_grade(after, None) == (0, 1)

@@ -6,9 +6,7 @@ reference solutions, the known-wrong answers and the unusual answers: each must 
 verdict (and the message) it gets when it is called directly.
 """
 
-import io
 import os
-import pickle
 import shutil
 import socket
 import subprocess
@@ -20,9 +18,10 @@ import pytest
 import torch
 
 import checks
+import checks._remote
 import tests.unusual
 from checks._core import REGISTRY, CheckError, _run
-from checks._remote import MAX_FRAME, RemoteError, Session, _recv
+from checks._remote import Session
 from tests.wrong import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,15 +29,66 @@ WRONG = load()
 UNUSUAL = tests.unusual.load()
 checks.groups()
 ANSWERS = {"vector_sum_answer", "vector_sum_finding"}
+# Functions served by both kinds of kernel: another process (the socket), and this one
+# (checks._remote.local, the self-check's). Each misbehaves in one way a check must see.
+HELPERS = """
+import numpy
+import torch
+
+
+def zero_everything(X, valid_lens):
+    X.zero_()
+    valid_lens.zero_()
+    return torch.zeros_like(X)
+
+
+def grow_in_place(X):
+    X.unsqueeze_(0)
+    return X
+
+
+class ZeroesItsWeights(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.W = torch.nn.Linear(3, 3)
+
+    def forward(self, X):
+        with torch.no_grad():
+            self.W.weight.zero_()
+            self.W.bias.zero_()
+        return self.W(X)
+
+
+def loud(X):
+    raise ValueError("line 1\\n" + "\\n".join(f"secret line {i} \\x1b[31m\\u202e" for i in range(70)))
+
+
+def numpy_fifteen():
+    return numpy.float64(15.0)
+
+
+def numpy_int_fifteen():
+    return numpy.int64(15)
+
+
+def tensor_fifteen():
+    return torch.tensor(15.0)
+
+
+def numpy_true():
+    return numpy.bool_(True)
+"""
+
 SERVER = """
 import sys
 sys.path.insert(0, {root!r})
 import torch
 import tests.unusual
-from checks._remote import serve
+from checks._serve import serve
 from tests.wrong import load, reference
 
 WRONG, UNUSUAL = load(), tests.unusual.load()
+exec({helpers!r})
 
 
 def crash(x):
@@ -59,6 +109,8 @@ class Targets(dict):
             return lambda: crash
         if kind == "dropout":
             return lambda: torch.nn.functional.dropout
+        if kind == "helper":
+            return lambda: globals()[name]
         raise NameError(f"name {{key!r}} is not defined")
 
 
@@ -74,7 +126,7 @@ def session():
     listener.bind(path)
     listener.listen(1)
     script = os.path.join(folder, "server.py")  # a file, so that its lines can be shown
-    Path(script).write_text(SERVER.format(root=str(ROOT), path=path))
+    Path(script).write_text(SERVER.format(root=str(ROOT), path=path, helpers=HELPERS))
     process = subprocess.Popen([sys.executable, script])
     listener.settimeout(120)
     conn, _ = listener.accept()
@@ -160,34 +212,124 @@ def test_gradients_come_back_through_the_proxy(session):
     assert torch.equal(module(q, k, v, None), torch.zeros(2, 1, 4))
 
 
-def _frame(payload: bytes) -> socket.socket:
-    a, b = socket.socketpair()
-    a.sendall(len(payload).to_bytes(8, "big") + payload)
-    a.close()
-    return b
+LOCAL_HELPERS: dict = {}
+exec(compile(HELPERS, str(ROOT / "tests" / "_helpers_served.py"), "exec"), LOCAL_HELPERS)
 
 
-def test_a_pickled_object_is_refused():
-    """Is a message that would run code when unpickled refused, not executed?"""
+@pytest.fixture(params=["socket", "local"])
+def served(request, session):
+    """``served(name)``: a proxy of a helper, from another process or from this one."""
+    sessions = []
 
-    class Evil:
-        def __reduce__(self):
-            return (os.system, ("touch /tmp/attention-evil",))
+    def proxy(name):
+        if request.param == "socket":
+            return session.target(f"helper:{name}")
+        local_session, fn = checks._remote.local(LOCAL_HELPERS[name])
+        sessions.append(local_session)
+        return fn
 
-    buf = io.BytesIO()
-    torch.save({"out": Evil()}, buf, pickle_module=pickle)
-    with pytest.raises(RemoteError, match="not data"):
-        _recv(_frame(buf.getvalue()))
-    assert not os.path.exists("/tmp/attention-evil")
+    yield proxy
+    for local_session in sessions:
+        local_session.close()
 
 
-def test_an_oversized_message_is_refused():
-    """Is a message over the size limit refused before it is read?"""
-    a, b = socket.socketpair()
-    a.sendall((MAX_FRAME + 1).to_bytes(8, "big"))
-    with pytest.raises(RemoteError, match="more than"):
-        _recv(b)
-    a.close()
+def test_the_code_under_test_never_changes_the_checks_tensors(served):
+    """A function that zeroes its input and its lengths in place and returns zeros: do the
+    checks' tensors stay as they were (so a reference computed after the call is right), and
+    is each change recorded, so that expect_unchanged still reports it?"""
+    from checks._core import expect_unchanged, mutation_of
+
+    X, lens = torch.randn(2, 3, 4), torch.tensor([1, 3])
+    X_before, lens_before = X.clone(), lens.clone()
+    out = served("zero_everything")(X, lens)
+    assert torch.equal(out, torch.zeros(2, 3, 4))
+    assert torch.equal(X, X_before) and torch.equal(lens, lens_before)
+    assert mutation_of(X)[0] == "value" and mutation_of(lens)[0] == "value"
+    with pytest.raises(CheckError, match=r"X was modified in place: at index \(0, 0, 0\)"):
+        expect_unchanged(X_before, X, "X")
+    with pytest.raises(CheckError, match="valid_lens was modified in place"):
+        expect_unchanged(lens_before, lens, "valid_lens")
+    assert mutation_of(torch.randn(2)) is None
+
+
+def test_a_change_of_shape_in_place_is_reported_as_such(served):
+    """Is unsqueeze_ on the input reported with the shapes, the checks' tensor unchanged?"""
+    from checks._contract import invoke
+
+    X = torch.randn(2, 3)
+    with pytest.raises(
+        CheckError,
+        match=r"changed its input X in place: it was torch.float32 of "
+        r"shape \(2, 3\) and is now torch.float32 of shape \(1, 2, 3\)",
+    ):
+        invoke(served("grow_in_place"), X, what="grow(X)", names=("X",))
+    assert X.shape == (2, 3)
+
+
+def test_a_forward_that_changes_its_weights_is_undone_and_reported(served):
+    """A forward that zeroes its own weights: are they put back (the checks' references from
+    the module's parameters stay right), and does invoke report it?"""
+    from checks._contract import invoke
+
+    module = served("ZeroesItsWeights")()
+    weight = module.W.weight.detach().clone()
+    with pytest.raises(
+        CheckError, match=r"changed the module's own tensors in place \(W.bias, W.weight\)"
+    ):
+        invoke(module, torch.randn(2, 3), what="the forward", names=("X",))
+    assert torch.equal(module.W.weight.detach(), weight)
+    assert torch.equal(module.state_dict()["W.weight"], weight)
+
+
+def test_an_exception_shows_a_bounded_sanitized_excerpt(served):
+    """An exception whose message carries 71 lines (a file the code read): does the failure
+    show at most a few short lines of it, without escape or bidirectional-control characters?"""
+    from checks._core import calling
+
+    with pytest.raises(CheckError) as caught:
+        with calling("loud(X)", None):
+            served("loud")(torch.zeros(1))
+    text = str(caught.value)
+    assert "loud(X) raised ValueError: line 1" in text
+    assert "secret line 2" in text and "secret line 10" not in text
+    assert "more characters not shown" in text and len(text) < 800
+    assert "\x1b" not in text and "\u202e" not in text
+
+
+@pytest.mark.parametrize("name", ["numpy_fifteen", "numpy_int_fifteen", "tensor_fifteen"])
+def test_a_number_is_a_number_wherever_the_check_runs(served, name):
+    """Do numpy.float64(15.0), numpy.int64(15) and torch.tensor(15.0) pass the form and the key
+    of question 2.2 (answer 15), through either kernel, as they do when called directly?"""
+    answer = served(name)
+    assert verdict("quiz_2_2", answer) is None and verdict("quiz_2_2.key", answer) is None
+    direct = LOCAL_HELPERS[name]
+    from checks._core import expect_number
+
+    assert expect_number(direct(), "answer_2_2") == 15.0
+
+
+def test_a_numpy_bool_is_not_a_number(served):
+    """Is numpy.bool_(True) refused as a number, as True is?"""
+    assert "should be a finite number" in verdict("quiz_2_2", served("numpy_true"))
+
+
+def test_a_crash_report_that_is_not_the_protocol_is_refused():
+    """Does a crash report of another form (a lying kernel) become a RemoteError, and a long
+    one an excerpt?"""
+    from checks._remote import _crash_from
+    from checks._wire import RemoteError
+
+    assert isinstance(_crash_from(("__crash__", "x", "y", "", False, False)), RemoteError)
+    report = {
+        "type": "E" * 500,
+        "message": "x\n" * 10_000,
+        "where": "w" * 10_000,
+        "not_implemented": False,
+        "check_error": True,
+        "watches": "not a list",
+    }
+    err = _crash_from(report)
+    assert isinstance(err, CheckError) and len(str(err)) < 600 and err.watch_reports == []
 
 
 @pytest.mark.slow

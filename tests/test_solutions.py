@@ -26,11 +26,16 @@ def test_reference_passes_check_group(group, device):
     checks.run_hidden(group, answer, devices=[device], verbose=False)
 
 
-def test_vector_sum_finding_accepts_only_the_right_answer():
-    """Does the finding check accept True and reject False, while the self-check accepts both?"""
+def test_vector_sum_finding_accepts_only_the_right_answer(monkeypatch):
+    """Does the finding check accept True and reject False, and the self-check too in
+    self-study, while a graded self-check records both (checks/_quiz.py)?"""
     checks.run_hidden("vector_sum_finding", lambda: True, verbose=False)
     with pytest.raises(checks.CheckError, match="cancels in the softmax"):
         checks.run_hidden("vector_sum_finding", lambda: False, verbose=False)
+    checks.run("vector_sum_answer", lambda: True, verbose=False)
+    with pytest.raises(checks.CheckError, match="is not right"):
+        checks.run("vector_sum_answer", lambda: False, verbose=False)
+    monkeypatch.setenv("ATTENTION_COURSE_GRADED", "1")
     checks.run("vector_sum_answer", lambda: False, verbose=False)
     with pytest.raises(checks.CheckError, match="not None"):
         checks.run("vector_sum_answer", lambda: None, verbose=False)

@@ -1,14 +1,27 @@
-"""Do the generated copies stay true to the notebooks: solutions/ and the book's reader edition?"""
+"""The project's own machinery: the generated copies (solutions/, the book's editions) stay true
+to the notebooks, the course is read once per run, the locks are hashed and complete, the
+workflows are pinned and the release gated, and every skip is accounted for."""
 
 import ast
+import os
 import re
 import shutil
+import subprocess
+import sys
+import tomllib
+from importlib import metadata
 
 import nbformat
+import pytest
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
-from autograder import export
+from autograder import export, questions
 from autograder import notebooks as nbs
 from autograder.editions import OUTPUTS_NOTE, stage_book
+from tests import lockfile
+from tests.skips import SkipAudit
 
 
 def test_committed_solutions_match_the_notebooks():
@@ -70,11 +83,14 @@ def test_reader_edition_shows_stub_then_hidden_solution(tmp_path):
 
 
 def test_student_edition_says_whose_outputs_follow_a_stub(tmp_path):
-    """Does every stub of the student edition say that the outputs after it are the reference's?"""
+    """Does every stub of an exercise in the student edition say that the outputs after it are
+    the reference's? (A question's stub has none: its check shows no output there.)"""
     stage_book(tmp_path, edition="student")
     for path in nbs.chapter_notebooks():
         cells = nbs.read(tmp_path / "book" / path.name).cells
         stubs = [i for i, c in enumerate(cells) if "skip-execution" in c.metadata.get("tags", [])]
+        asked = {c.id for c in nbs.read(path).cells if questions.is_question(c)}
+        stubs = [i for i in stubs if cells[i].id.removesuffix("-stub") not in asked]
         assert stubs, path.name
         for i in stubs:
             assert cells[i + 1].source == OUTPUTS_NOTE["student"], (path.name, i)
@@ -134,3 +150,246 @@ def test_exercise_titles_are_not_numbered_headings():
                 assert not re.match(r"#+\s+Exercise\b", line), f"{path.name}: {line!r}"
                 titles += bool(re.match(r"\*\*Exercise \d+\.\d+\b.*\*\*$", line))
     assert titles >= len(nbs.chapter_notebooks()), titles
+
+
+# ---------------------------------------------------------------- reading the course, once
+
+
+def test_a_notebook_is_parsed_once_and_read_as_a_fresh_copy(tmp_path, monkeypatch):
+    """Is a notebook parsed once per content (not per call), and is every read a copy the
+    caller may change, and a rewritten file read anew?"""
+    path = tmp_path / "x.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    nbformat.write(nb, path)
+    parses = []
+    real = nbs._parse_notebook
+    monkeypatch.setattr(nbs, "_parse_notebook", lambda text: parses.append(1) or real(text))
+    first = nbs.read(path)
+    first.cells[0].source = "changed"
+    first.cells.append(nbformat.v4.new_markdown_cell("more"))
+    second = nbs.read(path)
+    assert second.cells[0].source == "x = 1" and len(second.cells) == 1
+    assert isinstance(second.cells[0].metadata, nbformat.NotebookNode)
+    assert len(parses) == 1
+    nbformat.write(first, path)  # same path, new content: parsed again
+    assert nbs.read(path).cells[0].source == "changed" and len(parses) == 2
+
+
+def test_the_table_of_contents_is_parsed_once(monkeypatch):
+    """Do a thousand calls of chapter_names() parse _toc.yml at most once, and is the list a
+    copy the caller may change?"""
+    loads = []
+    real = nbs._toc_files
+    monkeypatch.setattr(nbs, "_toc_files", lambda text: loads.append(1) or real(text))
+    nbs._PARSED.clear()
+    for _ in range(1000):
+        assert nbs.chapter_names()[0] == "attention_pooling"
+    assert len(loads) == 1
+    toc = nbs.toc_files()
+    toc.append("changed by a caller")
+    assert "changed by a caller" not in nbs.toc_files()
+
+
+# ---------------------------------------------------------------- the locks
+
+
+MAKEFILE = (nbs.ROOT / "Makefile").read_text()
+TORCH_INDEX = re.search(r"^TORCH_INDEX := (\S+)$", MAKEFILE, re.M)[1]
+LOCKS = pytest.mark.parametrize(
+    "lock, extras",
+    [(lockfile.DEV, ("grader", "dev")), (lockfile.GRADER, ("grader",))],
+    ids=["requirements.lock", "requirements-grader.lock"],
+)
+
+
+def _requirements(extras: tuple[str, ...]) -> list[Requirement]:
+    """The lock's input: the project's dependencies and those of ``extras``."""
+    project = tomllib.loads((nbs.ROOT / "pyproject.toml").read_text())["project"]
+    extra = [r for e in extras for r in project["optional-dependencies"][e]]
+    return [Requirement(r) for r in project["dependencies"] + extra]
+
+
+@LOCKS
+def test_a_lock_is_hashed_and_holds_its_input(lock, extras):
+    """Does the lock pin, with hashes, every requirement of its extras of pyproject.toml at an
+    allowed version, setuptools included, and name the CPU index of the Makefile and no other?"""
+    pins = lockfile.pins(lock)
+    assert all(pin.hashes for pin in pins.values()), [n for n, p in pins.items() if not p.hashes]
+    for req in _requirements(extras):
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req} is not in {lock.name}: run `make lock`"
+        assert req.specifier.contains(pins[name].version, prereleases=True), (req, pins[name])
+    assert "setuptools" in pins and pins["torch"].version.endswith("+cpu")
+    assert lockfile.options(lock) == [f"--extra-index-url {TORCH_INDEX}"]
+    assert "#    make lock" in lock.read_text()
+
+
+@LOCKS
+def test_a_lock_is_closed(lock, extras):
+    """Is every requirement of every locked package (with the extras asked of it, markers for
+    this Python) in the lock too, so that `pip install --require-hashes` needs nothing else?
+    The requirements are read from the installed packages' metadata."""
+    pins = lockfile.pins(lock)
+    wanted = {(name, "") for name in pins}
+    wanted |= {(canonicalize_name(r.name), e) for r in _requirements(extras) for e in r.extras}
+    missing, seen = [], set()
+    while wanted - seen:
+        name, extra = (wanted - seen).pop()
+        seen.add((name, extra))
+        for text in metadata.requires(name) or []:
+            req = Requirement(text)
+            if req.marker and not req.marker.evaluate({"extra": extra}):
+                continue
+            dep = canonicalize_name(req.name)
+            if dep not in pins:
+                missing.append(f"{name}[{extra}] needs {req}")
+            wanted |= {(dep, e) for e in req.extras}
+    assert not missing, missing
+
+
+def test_the_grader_lock_is_the_dev_lock_cut_down():
+    """Does Gradescope get the versions and files CI tested, and nothing of the tools?"""
+    dev, grader = lockfile.pins(lockfile.DEV), lockfile.pins(lockfile.GRADER)
+    assert {name: dev.get(name) for name in grader} == grader
+    assert len(grader) < len(dev) - 40
+    assert not {"jupyter-book", "sphinx", "pytest", "playwright", "ruff", "pip-tools"} & set(grader)
+
+
+def test_the_cpu_index_is_named_once():
+    """Is PyTorch's CPU index written by hand only in the Makefile (the locks are generated,
+    and Binder reads only its own file, which must agree)?"""
+    assert MAKEFILE.count("download.pytorch.org") == 1
+    binder = (nbs.ROOT / "binder" / "requirements.txt").read_text()
+    assert f"--extra-index-url {TORCH_INDEX}" in binder.splitlines()
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=nbs.ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    named = {
+        f
+        for f in tracked
+        if not f.endswith((".md", ".ipynb"))
+        and not f.startswith("tests/")
+        and "download.pytorch.org" in (nbs.ROOT / f).read_text(errors="replace")
+    }
+    generated = {"requirements.lock", "requirements-grader.lock"}
+    assert named == {"Makefile", "binder/requirements.txt"} | generated
+
+
+# ---------------------------------------------------------------- the workflows
+
+
+def _workflow(name: str) -> dict:
+    return yaml.safe_load((nbs.ROOT / ".github" / "workflows" / name).read_text())
+
+
+def test_every_action_is_pinned_by_commit():
+    """Is every third-party action pinned by a full commit SHA, with its tag in a comment?"""
+    uses = []
+    for path in sorted((nbs.ROOT / ".github" / "workflows").glob("*.yml")):
+        for line in path.read_text().splitlines():
+            if match := re.match(r"\s*(?:- )?uses: (\S+)(.*)$", line):
+                uses.append((path.name, match[1], match[2]))
+    assert len(uses) >= 6
+    for name, action, comment in uses:
+        if action.startswith("./"):
+            continue
+        assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", action), (name, action)
+        assert re.fullmatch(r"\s+# v\d+.*", comment), (name, action, comment)
+
+
+def test_publishing_waits_for_the_tests_on_the_same_commit():
+    """Does publish.yml run only after the test workflow passed on a push to main, and build
+    the commit that was tested?"""
+    test, publish = _workflow("test.yml"), _workflow("publish.yml")
+    on = publish[True]  # PyYAML reads the key `on` as True
+    assert "push" not in on and "pull_request" not in on
+    assert on["workflow_run"] == {
+        "workflows": [test["name"]],
+        "types": ["completed"],
+        "branches": ["main"],
+    }
+    build = publish["jobs"]["build"]
+    assert "github.event.workflow_run.conclusion == 'success'" in build["if"]
+    assert "github.event.workflow_run.event == 'push'" in build["if"]
+    assert "github.ref == 'refs/heads/main'" in build["if"]  # by hand: main only
+    assert build["env"]["SHA"] == "${{ github.event.workflow_run.head_sha || github.sha }}"
+    checkout = next(s for s in build["steps"] if "actions/checkout" in s.get("uses", ""))
+    assert checkout["with"]["ref"] == "${{ env.SHA }}"
+    first = build["steps"][0]  # by hand, a commit whose tests have not passed is refused
+    assert first["if"] == "github.event_name == 'workflow_dispatch'"
+    assert "gh run list" in first["run"] and "--status success" in first["run"]
+    assert publish["jobs"]["deploy"]["needs"] == "build"
+    text = (nbs.ROOT / ".github" / "workflows" / "publish.yml").read_text()
+    assert "GITHUB_SHA" not in text  # main's tip, not the tested commit, under workflow_run
+
+
+# ---------------------------------------------------------------- skips
+
+
+SKIP_CALLS = {"skip", "skipif", "xfail", "importorskip"}
+
+
+def test_every_skip_in_the_tests_names_its_reason():
+    """Does every pytest.skip(...), skipif, xfail and importorskip in tests/ give a reason?"""
+    calls = 0
+    for path in sorted((nbs.ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        for node in ast.walk(tree):
+            func = node.func if isinstance(node, ast.Call) else node
+            if not isinstance(func, ast.Attribute) or func.attr not in SKIP_CALLS:
+                continue
+            if ast.unparse(func.value) not in {"pytest", "pytest.mark"}:
+                continue
+            where = f"{path.relative_to(nbs.ROOT)}:{node.lineno}"
+            if not isinstance(node, ast.Call):
+                assert id(node) in called, f"{where}: a bare @pytest.mark.{func.attr}"
+                continue
+            calls += 1
+            positional_reason = func.attr == "skip" and node.args  # skip("why")
+            assert positional_reason or "reason" in {k.arg for k in node.keywords}, where
+    assert calls >= 5
+
+
+SKIPPING = """
+import pytest
+
+def test_expected():
+    pytest.skip("no MPS device here")
+
+def test_unexpected():
+    pytest.skip("no PostgreSQL server")
+
+def test_without_reason():
+    pytest.skip()
+
+def test_passes():
+    pass
+"""
+
+
+@pytest.mark.parametrize("ci", [True, False])
+def test_the_skip_audit_fails_a_run_on_a_skip_it_does_not_expect(tmp_path, ci, request):
+    """Run pytest with the audit on a file that skips three ways: in CI only the hardware skip
+    passes; anywhere, a skip without a reason fails; each is listed. (And this run is audited.)"""
+    assert isinstance(request.config.pluginmanager.get_plugin("skip-audit"), SkipAudit)
+    (tmp_path / "test_skipping.py").write_text(SKIPPING)
+    (tmp_path / "conftest.py").write_text(
+        "from tests.skips import SkipAudit, in_ci\n\n\n"
+        "def pytest_configure(config):\n"
+        "    config.pluginmanager.register(SkipAudit(ci=in_ci()), 'skip-audit')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(nbs.ROOT), "CI": "true" if ci else ""}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # nbval, anyio...: seconds of imports
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-ra", "-p", "no:cacheprovider",
+         "-c", os.devnull, "--rootdir", str(tmp_path), str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    out = result.stdout
+    assert result.returncode == 1, out
+    assert "3 skipped" in out and "1 passed" in out, out
+    assert "skips that fail the run" in out
+    assert "test_without_reason: '': a skip must name its reason" in out
+    assert ("test_unexpected: 'no PostgreSQL server': not expected in CI" in out) == ci, out
+    assert "test_expected: 'no MPS device here'" not in out.split("skips that fail the run")[1]

@@ -150,3 +150,74 @@ def test_a_folder_over_its_size_or_file_count_is_reported(tmp_path):
     assert "past 1 MiB" in folder_over_limits(tmp_path, Limits(folder_mb=1))
     (tmp_path / "link").symlink_to("/usr")  # never followed
     assert folder_over_limits(tmp_path, Limits(folder_files=100, folder_mb=3)) is None
+
+
+def test_the_folder_check_never_follows_a_folder_swapped_for_a_link(tmp_path, monkeypatch):
+    """A folder replaced by a link to a big tree while it is measured: is the tree behind the
+    link never walked (the walk holds folder descriptors and follows no link)?"""
+    import os
+
+    from autograder.sandbox import Limits, folder_over_limits
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "f").write_bytes(b"x")
+    real_fwalk = os.fwalk
+
+    def swapping_fwalk(top, *args, **kwargs):
+        for entry in real_fwalk(top, *args, **kwargs):
+            if (tmp_path / "sub").is_dir() and not (tmp_path / "sub").is_symlink():
+                os.rename(tmp_path / "sub", tmp_path / "gone")
+                (tmp_path / "sub").symlink_to("/usr")  # thousands of files, if followed
+            yield entry
+
+    monkeypatch.setattr(os, "fwalk", swapping_fwalk)
+    assert folder_over_limits(tmp_path, Limits(folder_files=50, folder_mb=1)) is None
+
+
+@pytest.mark.slow
+def test_a_wall_clock_interrupt_stops_the_cell_not_the_sandboxed_kernel(tmp_path):
+    """nbclient interrupts a cell past its wall clock through the kernel manager: in the
+    sandbox, does that interrupt the cell (KeyboardInterrupt) and leave the kernel running
+    the next cell? (jupyter_client signals the process group of bubblewrap, which then
+    ended the whole sandbox: "retried alone: the kernel died".)"""
+    import asyncio
+    import shutil
+
+    from autograder.sandbox import check_available
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("needs bubblewrap")
+    check_available()
+
+    async def run():
+        km = type(
+            "KM", (SandboxKernelManager,), {"uid": sandbox.FIRST_UID + 7 if _root() else None}
+        )(kernel_name="python3")
+        await km.start_kernel(cwd=str(tmp_path))
+        kc = km.client()
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=60)
+            msg_id = kc.execute("import time; time.sleep(600)")
+            await asyncio.sleep(2)
+            await km.interrupt_kernel()
+            reply = await kc.get_shell_msg(timeout=30)
+            while reply["parent_header"].get("msg_id") != msg_id:
+                reply = await kc.get_shell_msg(timeout=30)
+            assert reply["content"]["ename"] == "KeyboardInterrupt"
+            assert await km.is_alive()
+            again = kc.execute("x = 41 + 1")
+            reply = await kc.get_shell_msg(timeout=30)
+            assert reply["parent_header"]["msg_id"] == again
+            assert reply["content"]["status"] == "ok"
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+
+    asyncio.run(run())
+
+
+def _root() -> bool:
+    import os
+
+    return os.geteuid() == 0

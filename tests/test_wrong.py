@@ -136,7 +136,7 @@ def test_multihead_attention_is_graded_on_its_own(monkeypatch, device):
 def test_a_wrong_answer_to_a_question_is_pasted_as_an_assignment():
     """Does a question's wrong answer (``return "a"``) replace the solution region of the
     answer cell with ``answer_6_1 = "a"``, and does its reference return the solutions' key?"""
-    import solutions.self_attention as module
+    import solutions.answers as module
 
     answer = next(w for w in WRONG if w.target == "quiz_6_1" and w.name == "order_changes_nothing")
     cell = next(
@@ -154,3 +154,16 @@ def test_a_wrong_answer_to_a_question_is_pasted_as_an_assignment():
         answer_variable("quiz_6_1") == "answer_6_1"
         and answer_variable("RelativeSelfAttention") is None
     )
+
+
+def test_answers_that_zero_their_inputs_lose_every_group():
+    """The forgery of issue 21: an answer that zeroes its inputs and lengths in place and
+    returns zeros would pass a check that computes its reference from the inputs after the
+    call. The code under test gets copies, so such answers (for targets of several chapters)
+    must declare, and fail, every group of their exercise."""
+    forgers = [w for w in WRONG if w.name.endswith("_zeroes_everything")]
+    chapters = {w.fn.__module__ for w in forgers}
+    assert len(forgers) >= 8 and len(chapters) >= 5, (len(forgers), chapters)
+    for w in forgers:
+        every = {g for g in REGISTRY if exercise_of(g) == w.target}
+        assert set(w.groups) == every, (w.name, every - set(w.groups))

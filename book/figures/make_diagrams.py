@@ -15,6 +15,11 @@ Each diagram is a function registered with ``@diagram(name, title, alt)``: it wr
 ``book/figures/<name>.svg``. The chapter shows it with a MyST figure whose ``:alt:`` is the
 ``alt`` given here, word for word (the test checks that too), and the SVG carries it as its
 ``<desc>``.
+
+Diagrams are data. Every probability distribution a diagram draws (attention weights, printed or
+shaded) is taken from ``DISTRIBUTIONS`` below, as the numbers the reader sees, and the test checks
+that each sums to 1. ``texts_outside(fig)`` measures every text as the SVG writer lays it out;
+``main`` refuses to write a diagram whose text leaves the figure, and the test checks every one.
 """
 
 from __future__ import annotations
@@ -85,6 +90,50 @@ def diagram(name: str, title: str, alt: str):
         return fn
 
     return register
+
+
+# ---------------------------------------------------------------- the numbers the diagrams draw
+
+
+def rounded_distribution(scores, decimals=2):
+    """The softmax of ``scores``, rounded to ``decimals`` so that the shown numbers sum to 1.
+
+    Rounding each weight on its own can make the printed numbers sum to 0.99 or 1.01; the
+    largest-remainder rule rounds down, then gives the missing units to the largest remainders.
+    Returns strings, as drawn.
+    """
+    exps = [math.exp(s) for s in scores]
+    unit = 10**decimals
+    exact = [unit * e / sum(exps) for e in exps]
+    units = [math.floor(x) for x in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: units[i] - exact[i])
+    for i in by_remainder[: unit - sum(units)]:
+        units[i] += 1
+    return tuple(f"{u / unit:.{decimals}f}" for u in units)
+
+
+# Attention pooling: four made-up scores a(q, k_i), and the weights drawn, their softmax.
+POOLING_SCORES = (-1.0, 0.5, -0.2, -2.0)
+POOLING_WEIGHTS = rounded_distribution(POOLING_SCORES)
+# Masking: one row of scores, of which the first MASKING_VALID keys are valid.
+MASKING_SCORES = ("1.2", "0.3", "2.0", "0.7", "1.5")
+MASKING_VALID = 3
+MASKING_WEIGHTS = rounded_distribution([float(s) for s in MASKING_SCORES[:MASKING_VALID]]) + (
+    ("0",) * (len(MASKING_SCORES) - MASKING_VALID)
+)
+# Scaled dot-product attention: the weights A shaded in the diagram, one row per query.
+SDPA_WEIGHTS = (
+    ("0.1", "0.5", "0.2", "0.1", "0.1"),
+    ("0.6", "0.1", "0.1", "0.1", "0.1"),
+    ("0.2", "0.2", "0.2", "0.3", "0.1"),
+)
+
+# Every distribution a diagram draws, by diagram: tests/test_figures.py checks that each sums to 1.
+DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "attention_pooling": (POOLING_WEIGHTS,),
+    "masking": (MASKING_WEIGHTS,),
+    "dot_product_attention": SDPA_WEIGHTS,
+}
 
 
 # ---------------------------------------------------------------- drawing helpers
@@ -183,8 +232,7 @@ def label(ax, x, y, text, size=11, ha="center", va="center", fontweight="normal"
 def attention_pooling():
     fig, ax = canvas(5.6, 3.7)
     rows = [2.75, 2.1, 1.45, 0.8]
-    scores = [-1.0, 0.5, -0.2, -2.0]  # a(q, k_i), made up; the weights are their softmax
-    weights = [math.exp(a) / sum(math.exp(b) for b in scores) for a in scores]
+    weights = [float(w) for w in POOLING_WEIGHTS]  # the softmax of POOLING_SCORES, as shown
     box(ax, 0.5, 3.4, 0.62, 0.36, "query q", QUERY, size=10)
     label(ax, 1.25, 3.4, "keys", size=10, color="#555555")
     label(ax, 4.15, 3.4, "values", size=10, color="#555555")
@@ -198,7 +246,14 @@ def attention_pooling():
         ax.add_patch(
             Rectangle((3.0, y - 0.13), 0.7 * w / max(weights), 0.26, fc="#d9534f", ec="none")
         )
-        label(ax, 3.0, y + 0.25, f"α{i + 1}".translate(SUB) + f" = {w:.2f}", size=9, ha="left")
+        label(
+            ax,
+            3.0,
+            y + 0.25,
+            f"α{i + 1}".translate(SUB) + f" = {POOLING_WEIGHTS[i]}",
+            size=9,
+            ha="left",
+        )
         label(ax, 3.86, y, "×", size=12)
         box(ax, 4.15, y, 0.5, 0.36, f"v{i + 1}".translate(SUB), VALUE)
         arrow(ax, (4.4, y), (4.78, 1.78), color="#777777")
@@ -256,7 +311,7 @@ def masking():
     )
     ax.plot([0.2, 5.4], [2.45, 2.45], color="#bbbbbb", lw=0.8, ls="--")
     # one row through the masked softmax
-    scores = ["1.2", "0.3", "2.0", "0.7", "1.5"]
+    scores, valid = MASKING_SCORES, MASKING_VALID
     label(ax, 0.7, 2.0, "scores\nrow 1", size=10)
     grid(ax, 1.55, 2.18, 1, 5, c, fc=WEIGHT, labels=lambda i, j: scores[j], size=9)
     arrow(ax, (1.55 + 2.5 * c, 1.8), (1.55 + 2.5 * c, 1.42), "mask: F → −∞", offset=(1.05, 0))
@@ -268,16 +323,15 @@ def masking():
         1,
         5,
         c,
-        fc=lambda i, j: WEIGHT if j < 3 else "#eeeeee",
-        labels=lambda i, j: scores[j] if j < 3 else "−∞",
+        fc=lambda i, j: WEIGHT if j < valid else "#eeeeee",
+        labels=lambda i, j: scores[j] if j < valid else "−∞",
         size=9,
     )
     arrow(
         ax, (1.55 + 2.5 * c, 1.0), (1.55 + 2.5 * c, 0.62), "softmax over the row", offset=(1.25, 0)
     )
     label(ax, 0.7, 0.4, "weights", size=10)
-    e = [math.exp(float(s)) for s in scores[:3]]
-    weights = [f"{x / sum(e):.2f}" for x in e] + ["0", "0"]
+    weights = MASKING_WEIGHTS
     grid(
         ax,
         1.55,
@@ -285,7 +339,7 @@ def masking():
         1,
         5,
         c,
-        fc=lambda i, j: "#e7a3a3" if j < 3 else "#ffffff",
+        fc=lambda i, j: "#e7a3a3" if j < valid else "#ffffff",
         labels=lambda i, j: weights[j],
         size=9,
     )
@@ -381,10 +435,9 @@ def dot_product_attention():
     label(
         ax, sx + 2.5 * c + 0.15, 2.18, "masked softmax over\neach row (the keys)", size=9, ha="left"
     )
-    weights = [[0.1, 0.5, 0.2, 0.1, 0.1], [0.6, 0.1, 0.1, 0.1, 0.1], [0.2, 0.2, 0.2, 0.3, 0.1]]
 
     def shade(i, j):
-        a = weights[i][j]
+        a = float(SDPA_WEIGHTS[i][j])
         return (1.0, 1 - 0.75 * a / 0.6, 1 - 0.75 * a / 0.6)
 
     x = _matrix(ax, sx, 1.55, 3, 5, c, shade, "weights A", "m × n")
@@ -396,9 +449,9 @@ def dot_product_attention():
     label(
         ax,
         0.35,
-        0.2,
-        "scores: (B, m, d) × (B, d, n) → (B, m, n);  output: (B, m, n) × (B, n, v) → (B, m, v)",
-        size=8.5,
+        0.3,
+        "scores: (B, m, d) × (B, d, n) → (B, m, n)\noutput: (B, m, n) × (B, n, v) → (B, m, v)",
+        size=9.5,
         ha="left",
         color="#333333",
     )
@@ -446,19 +499,6 @@ def bilinear_attention():
     label(ax, x + 0.2, y - 0.27, "→", size=14)
     _matrix(ax, x + 0.4, y, 3, 4, c, WEIGHT, "S", "(B, m, n)")
     return fig
-
-
-def _flow(ax, x, y_top, items, w=1.5, h=0.34, gap=0.2):
-    """A vertical chain of boxes joined by arrows; returns the centres' y."""
-    ys = []
-    y = y_top
-    for i, (text, fc) in enumerate(items):
-        box(ax, x, y, w, h, text, fc, size=10)
-        ys.append(y)
-        if i < len(items) - 1:
-            arrow(ax, (x, y - h / 2), (x, y - h / 2 - gap))
-        y -= h + gap
-    return ys
 
 
 @diagram(
@@ -768,6 +808,291 @@ def efficient_attention():
     return fig
 
 
+@diagram(
+    "kv_cache",
+    "One decoding step without and with a KV cache",
+    """Two panels show step 5 of writing text, when the model has read the tokens x0 to x4 and
+    must score the next one, in one attention layer. Left, without a cache: the step computes
+    the queries, keys and values of all 5 positions and the whole causal triangle of 15 scores,
+    although only the last row is needed. Right, with a cache: the keys and values of x0 to x3
+    are kept from earlier steps; the step computes the query, key and value of x4 alone, and one
+    row of 5 scores.""",
+)
+def kv_cache():
+    fig, ax = canvas(5.8, 3.9)
+    c = 0.27
+    cached = {KEY: "#fdf1e2", VALUE: "#eef8ec"}  # the pale colours of what the cache keeps
+
+    def panel(x0, with_cache):
+        gx = x0 + 0.45  # the left edge of the keys' columns
+        top = 3.3
+        title = "with a cache" if with_cache else "without a cache"
+        label(ax, gx + 2.5 * c, 3.7, title, size=11, fontweight="bold")
+        # the scores: the causal triangle, or only its last row
+        for i in range(5):
+            for j in range(5):
+                if with_cache and i < 4:
+                    continue
+                colour = WEIGHT if j <= i else "#f4f4f4"
+                ax.add_patch(
+                    Rectangle((gx + j * c, top - (i + 1) * c), c, c, fc=colour, ec=EDGE, lw=0.7)
+                )
+        # the queries: a column, or one cell
+        for i in range(5):
+            if not with_cache or i == 4:
+                ax.add_patch(Rectangle((x0, top - (i + 1) * c), c, c, fc=QUERY, ec=EDGE, lw=0.7))
+        label(ax, x0 + c / 2, top + 0.14, "Q", size=10)
+        label(ax, gx + 5 * c + 0.08, top - 4.5 * c, "scores", size=9.5, ha="left")
+        # keys and values: all computed again, or four kept and one new
+        ys = []
+        for row, (name, colour) in enumerate([("K", KEY), ("V", VALUE)]):
+            y = top - 5 * c - 0.22 - row * (c + 0.08)
+            ys.append(y)
+            for j in range(5):
+                fc = cached[colour] if with_cache and j < 4 else colour
+                ax.add_patch(Rectangle((gx + j * c, y - c), c, c, fc=fc, ec=EDGE, lw=0.7))
+            label(ax, gx - 0.12, y - c / 2, name, size=10, ha="right")
+        side = "← new" if with_cache else "computed\nagain"
+        label(ax, gx + 5 * c + 0.08, (ys[0] + ys[1] - c) / 2, side, size=9.5, ha="left")
+        bottom = ys[1] - c
+        if with_cache:
+            ax.add_patch(
+                FancyBboxPatch(
+                    (gx - 0.04, bottom - 0.05),
+                    4 * c + 0.08,
+                    ys[0] - bottom + 0.1,
+                    boxstyle="round,pad=0,rounding_size=0.04",
+                    fc="none",
+                    ec="#888888",
+                    lw=1.0,
+                    ls="--",
+                )
+            )
+            label(ax, gx + 2 * c, bottom - 0.22, "the cache", size=9.5, color="#555555")
+        # the tokens read so far
+        for j in range(5):
+            faded = with_cache and j < 4
+            colour = "#aaaaaa" if faded else "#222222"
+            label(ax, gx + (j + 0.5) * c, 0.5, f"x{j}".translate(SUB), size=10, color=colour)
+        computed = "1 position, 5 scores" if with_cache else "5 positions, 15 scores"
+        label(ax, gx + 2.5 * c, 0.15, f"computed: {computed}", size=9.5)
+
+    panel(0.3, with_cache=False)
+    panel(3.15, with_cache=True)
+    ax.plot([2.95, 2.95], [0.05, 3.8], color="#bbbbbb", lw=0.8, ls="--")
+    return fig
+
+
+@diagram(
+    "modern_attention",
+    "Multi-head, grouped-query and multi-query attention: who reads which keys and values",
+    """Three panels side by side, each with eight query heads numbered 0 to 7 in a row at the
+    top and the key and value heads they read in a row below, joined by lines. Multi-head
+    attention: eight key–value heads, each query head joined to its own. Grouped-query
+    attention with g = 2: two key–value heads; query heads 0 to 3 are joined to head 0 and
+    query heads 4 to 7 to head 1, so head i uses group i // 4. Multi-query attention: one
+    key–value head, joined to all eight query heads. Under each panel, the numbers a layer
+    stores per token in its KV cache: 2 · 8 · d/h, 2 · 2 · d/h and 2 · 1 · d/h.""",
+)
+def modern_attention():
+    fig, ax = canvas(6.3, 2.75)
+    h, cell, gap = 8, 0.22, 0.02
+    panels = [("multi-head", 8), ("grouped-query", 2), ("multi-query", 1)]
+    top, bottom = 2.05, 0.95  # the centres of the query row and the key-value row
+    for k, (name, g) in enumerate(panels):
+        left = 0.15 + k * 2.1
+        width = h * cell + (h - 1) * gap
+        centre = left + width / 2
+        label(ax, centre, 2.58, name, size=11, fontweight="bold")
+        label(ax, centre, 2.36, f"h = 8 query heads, g = {g}", size=9.5)
+        xs = [left + cell / 2 + i * (cell + gap) for i in range(h)]
+        for i, x in enumerate(xs):
+            box(ax, x, top, cell, cell, str(i), QUERY, size=9.5, round_=0.03)
+        # key-value heads: g boxes spread under their groups of h/g query heads
+        group = h // g
+        kv = []
+        for j in range(g):
+            first, last = xs[j * group], xs[(j + 1) * group - 1]
+            w = last - first + cell
+            x = (first + last) / 2
+            kv.append(x)
+            box(
+                ax,
+                x,
+                bottom,
+                w,
+                cell,
+                f"K,V {j}" if w > 0.5 else str(j),
+                KEY,
+                size=9.5,
+                round_=0.03,
+            )
+        for i, x in enumerate(xs):
+            j = i // group
+            ax.plot(
+                [x, x if g == h else kv[j]], [top - cell / 2, bottom + cell / 2], color=EDGE, lw=0.8
+            )
+        label(ax, centre, 0.55, "KV cache per token", size=9.5)
+        label(ax, centre, 0.3, f"and layer: 2 · {g} · d/h", size=9.5)
+    return fig
+
+
+@diagram(
+    "vision_attention",
+    "From an image to a class token's attention map",
+    """Top left: an image cut into a grid of 3 by 3 patches, numbered 0 to 8 row by row, with a
+    red shape in patch 3, a blue shape in patch 2 and a green one in patch 7. Each patch is
+    flattened into its C·p·p pixel values and mapped by one linear layer W_E to a token; the
+    position of patch n, row n // 3 and column n % 3, is added to it. A class token, cls, is
+    put in front of the nine patch tokens. All ten go through self-attention, whose queries,
+    keys and values are projections of the tokens. The class token's row of attention weights
+    holds one weight per patch; drawn back on the 3 by 3 grid (bottom left) it is an attention
+    map, dark on the patches of the red and the blue shape and light elsewhere. The class
+    token's output goes to the classifier.""",
+)
+def vision_attention():
+    fig, ax = canvas(6.0, 3.9)
+    c = 0.42  # one patch
+
+    def image_grid(x, y, shade=None):
+        """The 3 × 3 patches, top-left corner (x, y); shade: patch -> colour of an attention map."""
+        for n in range(9):
+            r, col = divmod(n, 3)
+            fc = shade(n) if shade else "#262626"
+            ax.add_patch(
+                Rectangle((x + col * c, y - (r + 1) * c), c, c, fc=fc, ec="#888888", lw=0.8)
+            )
+        return x + 1.5 * c, y - 1.5 * c  # the centre
+
+    # the image, its shapes and the numbers of its patches
+    x0, y0 = 0.35, 3.35
+    label(ax, x0 + 1.5 * c, 3.62, "image: 3 × 3 patches", size=10)
+    image_grid(x0, y0)
+    shapes = {3: "#f22626", 2: "#3366ff", 7: "#40bf40"}
+    for n, colour in shapes.items():
+        r, col = divmod(n, 3)
+        ax.add_patch(
+            Rectangle(
+                (x0 + col * c + 0.19, y0 - (r + 1) * c + 0.05), 0.18, 0.18, fc=colour, ec="none"
+            )
+        )
+    for n in range(9):
+        r, col = divmod(n, 3)
+        label(
+            ax,
+            x0 + col * c + 0.07,
+            y0 - r * c - 0.08,
+            str(n),
+            size=9.5,
+            color="white",
+            ha="left",
+            va="top",
+        )
+    # flatten and embed
+    arrow(ax, (1.75, 2.72), (2.2, 2.72))
+    label(ax, 1.97, 3.28, "flatten,\n× W_E", size=9.5)
+    # the tokens: cls, then patches 0 to 8
+    tx, ty, tw = 2.3, 2.72, 0.33
+    box(ax, tx + 0.25, ty, 0.46, 0.36, "cls", OUT, size=10)
+    for n in range(9):
+        fc = shapes.get(n, QUERY)
+        box(ax, tx + 0.56 + (n + 0.5) * tw, ty, tw - 0.04, 0.36, str(n), QUERY, size=10)
+        if n in shapes:
+            ax.add_patch(
+                Rectangle((tx + 0.56 + n * tw + 0.04, ty - 0.17), tw - 0.12, 0.05, fc=fc, ec="none")
+            )
+    right = tx + 0.56 + 9 * tw
+    label(ax, (tx + right) / 2, 3.28, "tokens, in the order of the patches", size=10)
+    label(
+        ax, (tx + right) / 2, 2.3, "+ the position of patch n: row n // 3, column n % 3", size=9.5
+    )
+    # self-attention
+    arrow(ax, ((tx + right) / 2, 2.12), ((tx + right) / 2, 1.86))
+    box(
+        ax,
+        (tx + right) / 2,
+        1.62,
+        right - tx,
+        0.44,
+        "self-attention: queries, keys, values\nare projections of the tokens",
+        OP,
+        size=9.5,
+    )
+    # the class token's weights, back on the grid
+    weight = {3: "#b2182b", 2: "#d6604d", 7: "#fbe3d6"}
+    mx, my = 0.35, 1.45
+    image_grid(mx, my, shade=lambda n: weight.get(n, "#fdf2ec"))
+    label(ax, mx + 1.5 * c, 0.1, "attention map", size=10)
+    arrow(ax, (tx + 0.2, 1.38), (1.75, 0.95))
+    label(
+        ax,
+        2.5,
+        0.82,
+        "the class token's weights:\none per patch, summing to 1,\ndrawn on the grid",
+        size=9.5,
+        ha="left",
+    )
+    # the classifier
+    arrow(ax, (right - 0.55, 1.38), (right - 0.55, 1.0))
+    box(ax, right - 0.55, 0.75, 1.1, 0.44, "cls output\n→ classifier", OUT, size=9.5)
+    return fig
+
+
+@diagram(
+    "decoder_masks",
+    "The encoder–decoder transformer: the decoder's two attentions and their masks",
+    """Left, the encoder: the source tokens, shape (B, S), go through the encoder blocks once,
+    and give the memory H, shape (B, S, d), one vector per source token. Right, one decoder
+    block: its input is the target shifted right, starting with bos, shape (B, T). Its causal
+    self-attention has weights of shape (T, T) that are lower triangular, so position t sees
+    the positions up to t only. Its cross-attention takes its queries from the decoder and its
+    keys and values from the memory H; its weights have shape (T, S), and the columns of the
+    padded source tokens are masked. An FFN follows, and a linear layer gives the logits, shape
+    (B, T, V). During greedy decoding the memory is computed once and reused at every step.""",
+)
+def decoder_masks():
+    fig, ax = canvas(6.0, 4.4)
+    bw, bh = 1.75, 0.36
+    ex, ew, dx = 0.8, 1.3, 3.1  # the encoder column's centre and width, the decoder's centre
+    T, S, valid = 4, 5, 3  # target positions, source tokens, valid source tokens
+    c = 0.15  # grid cell
+    label(ax, ex, 4.2, "encoder", size=11, fontweight="bold")
+    label(ax, dx, 4.2, "decoder block", size=11, fontweight="bold")
+    # the encoder: runs once, gives the memory
+    box(ax, ex, 0.45, ew, 0.42, "source tokens\n(B, S)", "#f4f4f4", size=10)
+    arrow(ax, (ex, 0.66), (ex, 1.07))
+    box(ax, ex, 1.25, ew, bh, "encoder blocks", OP, size=10)
+    arrow(ax, (ex, 1.43), (ex, 2.12))
+    label(ax, ex + 0.1, 1.78, "runs once", size=9, ha="left", color="#333333")
+    box(ax, ex, 2.35, ew, 0.46, "memory H\n(B, S, d)", KEY, size=10)
+    # the decoder block
+    box(ax, dx, 0.45, bw, 0.42, "target, shifted right\n(B, T)", "#f4f4f4", size=10)
+    ys = [1.25, 2.35, 3.2]
+    items = [("causal self-attention", QUERY), ("cross-attention", KEY), ("FFN", VALUE)]
+    arrow(ax, (dx, 0.66), (dx, ys[0] - bh / 2))
+    for (text, fc), y in zip(items, ys, strict=True):
+        box(ax, dx, y, bw, bh, text, fc, size=10)
+    for a, b in zip(ys, ys[1:]):
+        arrow(ax, (dx, a + bh / 2), (dx, b - bh / 2))
+    label(ax, dx + 0.1, (ys[0] + ys[1]) / 2, "queries", size=9, ha="left")
+    arrow(ax, (dx, ys[2] + bh / 2), (dx, 3.72))
+    label(ax, dx, 3.9, "logits (B, T, V)", size=10)
+    # the memory is the keys and values of the cross-attention
+    left, right = ex + ew / 2, dx - bw / 2
+    arrow(ax, (left, ys[1]), (right, ys[1]))
+    label(ax, (left + right) / 2, ys[1] + 0.3, "keys and\nvalues", size=9)
+    # the two weight matrices, with their masks
+    gx = 4.6
+    for y, cols, fc, text in [
+        (ys[0], T, lambda i, j: WEIGHT if j <= i else "#eeeeee", "(T, T): causal"),
+        (ys[1], S, lambda i, j: WEIGHT if j < valid else "#eeeeee", "(T, S): source padding"),
+    ]:
+        grid(ax, gx, y + T * c / 2, T, cols, c, fc=fc, lw=0.6)
+        label(ax, gx + cols * c / 2, y + T * c / 2 + 0.17, text, size=9.5)
+        ax.plot([dx + bw / 2, gx - 0.08], [y, y], color="#999999", lw=0.9, ls=":")
+    return fig
+
+
 # ---------------------------------------------------------------- writing
 
 
@@ -783,15 +1108,54 @@ def render(d: Diagram) -> bytes:
     return buffer.getvalue()
 
 
+def texts_outside(fig) -> list[str]:
+    """Every text of ``fig`` that reaches past the figure's edges, the SVG's viewBox.
+
+    Each text is measured as the SVG writer lays it out (text as paths, 72 points per inch),
+    not as the PNG writer would: their widths differ by a few points on a long line.
+    """
+    from matplotlib.backends.backend_svg import RendererSVG
+    from matplotlib.text import Text
+
+    dpi = fig.dpi
+    fig.set_dpi(72)  # savefig(format="svg") draws at 72 dpi: one unit is one point
+    try:
+        width, height = fig.get_figwidth() * 72, fig.get_figheight() * 72
+        renderer = RendererSVG(width, height, io.StringIO(), image_dpi=72)
+        outside = []
+        for text in fig.findobj(Text):
+            if not text.get_visible() or not text.get_text():
+                continue
+            box = text.get_window_extent(renderer)
+            if box.x0 < 0 or box.y0 < 0 or box.x1 > width or box.y1 > height:
+                outside.append(
+                    f"{text.get_text()!r} spans x {box.x0:.1f}..{box.x1:.1f} and "
+                    f"y {box.y0:.1f}..{box.y1:.1f} pt in a {width:.1f} x {height:.1f} pt figure"
+                )
+        return outside
+    finally:
+        fig.set_dpi(dpi)
+
+
+def check(d: Diagram) -> list[str]:
+    """What is wrong with the drawing of ``d``: texts that leave the figure."""
+    with matplotlib.rc_context(RC):
+        return texts_outside(d.draw())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     parser.add_argument("--png", metavar="DIR", help="also write PNG previews into DIR")
     parser.add_argument("names", nargs="*", help="only these diagrams")
     args = parser.parse_args(argv)
-    stale = []
+    stale, broken = [], []
     for name, d in DIAGRAMS.items():
         if args.names and name not in args.names:
+            continue
+        problems = check(d)
+        if problems:
+            broken.append(f"{name}: " + "; ".join(problems))
             continue
         data = render(d)
         path = HERE / f"{name}.svg"
@@ -804,10 +1168,11 @@ def main(argv=None) -> int:
             with matplotlib.rc_context(RC):
                 fig = d.draw()
                 fig.savefig(Path(args.png) / f"{name}.png", dpi=100)
+    if broken:
+        print("text outside the figure (not written):", *broken, sep="\n  ")
     if stale:
         print("stale diagrams (run python book/figures/make_diagrams.py):", ", ".join(stale))
-        return 1
-    return 0
+    return 1 if broken or stale else 0
 
 
 if __name__ == "__main__":

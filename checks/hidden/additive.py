@@ -8,7 +8,15 @@ largest tensor, dropout's statistics, and for the questions PyTorch's own parame
 import torch
 from torch import nn
 
-from checks._core import CheckError, check, expect_choice, expect_number, random_tensor
+from checks._contract import properties
+from checks._core import (
+    CheckError,
+    CheckInternalError,
+    check,
+    expect_choice,
+    expect_number,
+    random_tensor,
+)
 from checks.additive import expect_no_concatenation
 from checks.hidden.scoring import check_dropout, compare_with_loop, loop_reference
 from checks.scoring import build, dropout_contract, module_contract
@@ -89,20 +97,49 @@ def concat_dropout_statistics(ConcatAttention, device):
 # A number: computed here, independently of the notebook.
 
 WHY_NOT_3_1 = {
-    "a": "another query changes W_q q, but W_q q is added to the same W_k k for every key "
-    "of its row, so the scores of a row stay equal to each other",
-    "b": "training changes W_q, W_k and w_v, but the same W_k meets the same key every "
-    "time, so every key of a row still gets the same score",
-    "d": "valid_lens decides how many keys are in the softmax, not what they score: the "
-    "valid keys still share the weight equally",
+    "a": "an untrained module has random W_q, W_k and w_v, and different keys get different "
+    "scores from them; identical keys were what made the toy example's weights uniform",
+    "c": "the mask depends on the keys' positions, not on their values: the keys past the "
+    "valid length still get weight 0",
+    "d": "a softmax puts all the weight on one key only when its score is far above the others'; "
+    "the scores of an untrained module are close together",
 }
+
+
+def toy_weights_with_random_keys() -> torch.Tensor:
+    """The toy example's weights with random keys, from an independent additive score: three
+    bias-free torch.nn.Linear layers and a softmax with -inf at the masked keys (float64)."""
+    gen = torch.Generator().manual_seed(31)
+    with torch.random.fork_rng(devices=[]):  # the notebook's RNG untouched
+        torch.manual_seed(31)
+        W_q, W_k = nn.Linear(20, 8, bias=False).double(), nn.Linear(2, 8, bias=False).double()
+        w_v = nn.Linear(8, 1, bias=False).double()
+    queries = torch.randn(2, 1, 20, generator=gen, dtype=torch.float64)
+    keys = torch.randn(2, 10, 2, generator=gen, dtype=torch.float64)
+    with torch.no_grad():
+        scores = w_v(torch.tanh(W_q(queries)[:, :, None, :] + W_k(keys)[:, None, :, :]))[..., 0]
+    masked = torch.arange(10)[None, None, :] >= torch.tensor([2, 6])[:, None, None]  # (2, 1, 10)
+    return torch.softmax(scores.masked_fill(masked, float("-inf")), dim=-1)[:, 0]  # (2, 10)
 
 
 @check("quiz_3_1.key", hidden=True)
 def quiz_3_1_key(answer, device):
     """Is answer_3_1 the right choice?"""
     choice = expect_choice(answer(), "abcd", "answer_3_1")
-    if choice != "c":
+    weights, lengths = toy_weights_with_random_keys(), (2, 6)
+    valid = [w[:n] for w, n in zip(weights, lengths)]
+    masked = torch.cat([w[n:] for w, n in zip(weights, lengths)])
+    uniform = all(torch.allclose(v, torch.full_like(v, 1 / len(v))) for v in valid)
+    options = {
+        "a": uniform and bool((masked == 0).all()),
+        "b": not uniform and bool((masked == 0).all()),
+        "c": not uniform and bool((masked > 0).any()),
+        "d": bool((weights.max(dim=-1).values > 0.999).all()),
+    }
+    right = [k for k, holds in options.items() if holds]
+    if len(right) != 1:
+        raise CheckInternalError(f"expected exactly one option to hold, got {right}")
+    if choice != right[0]:
         raise CheckError(f"answer_3_1 = {choice!r}: {WHY_NOT_3_1[choice]}")
 
 
@@ -154,3 +191,17 @@ def quiz_3_3_key(answer, device):
     else:
         why = "count the entries of W_q (h × d_q), W_k (h × d_k) and w_v (h)"
     raise CheckError(f"answer_3_3 = {value:g} is not the number of parameters: {why}")
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "ConcatAttention",
+    float64=("ConcatAttention.values",),
+    gradient=("ConcatAttention.values",),
+    meta=("ConcatAttention.values",),
+    dropout=("ConcatAttention.dropout",),
+    unchanged=("ConcatAttention.values",),
+)

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -155,8 +156,9 @@ def quiz_5_1_key(answer, device):
     if expect_choice(answer(), "abcd", "answer_5_1") != "b":
         raise CheckError(
             "softmax is unchanged by adding a constant to a row, not by multiplying it: W = 10 I "
-            "multiplies every score by 10, a temperature of 1/10, so each row of weights moves "
-            "towards a one-hot on its largest score"
+            "multiplies every score by 10 (dot-product attention with d = 100 divides it by 10), "
+            "a temperature of 1/10, so each row of weights moves towards a one-hot on its largest "
+            "score"
         )
 
 
@@ -189,3 +191,17 @@ def quiz_5_3_key(answer, device):
             "W_qᵀ W_k has rank at most r, and a (3, 5) matrix has rank at most min(3, 5) = 3: "
             "rank 3 already reaches every W, and more adds parameters but no new score"
         )
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    NAME,
+    float64=(f"{NAME}.values",),
+    gradient=(f"{NAME}.values",),
+    meta=(f"{NAME}.values",),
+    dropout=(f"{NAME}.dropout",),
+    unchanged=(f"{NAME}.values",),
+)

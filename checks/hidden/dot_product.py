@@ -11,6 +11,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -39,7 +40,7 @@ def cosine_matches_a_loop(CosineAttention, device):
 
 @check("CosineAttention.values", hidden=True)
 def cosine_zero_vectors_hidden(CosineAttention, device):
-    """In float64 too, do zero queries and keys score 0, with no nan forward or backward?"""
+    """In float64 too, do zero queries and keys score 0, with no nan forward or backward and no gradient that explodes at a zero vector?"""
     expect_zero_vectors_safe(CosineAttention, device, dtype=torch.float64)
 
 
@@ -161,3 +162,17 @@ def quiz_4_2_key(answer, device):
             "answer_4_2: that change alters the output. Only a change of the scores by the same "
             "amount for every key of a row cancels in the softmax, and the output must not move"
         )
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "CosineAttention",
+    float64=("CosineAttention.values",),
+    gradient=("CosineAttention.values",),
+    meta=("CosineAttention.values",),
+    dropout=("CosineAttention.dropout",),
+    unchanged=("CosineAttention.values",),
+)

@@ -9,6 +9,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -96,8 +97,8 @@ def mask_properties_hidden(valid_lens_to_mask, device):
 # ------------------------------------------------ Check your understanding: the answers
 
 WHY_NOT_10_1 = {
-    "a": "storing the scores costs memory traffic, not arithmetic: the fused kernel does the same "
-    "4Bhmnd FLOPs of the two products, and computes every score once",
+    "a": "the fused kernel does the same 4Bhmnd FLOPs of the two products and computes every "
+    "score once; what it saves is writing the (B, m, n) scores out and reading them back",
     "c": "the online softmax is exact: the rescaling by exp(μ - μ') gives the same softmax, in "
     "another order, so the outputs agree to rounding (the chapter compares them to 1e-6)",
     "d": "the comparison in this chapter runs every variant in float32; the gain comes from not "
@@ -128,3 +129,17 @@ def quiz_10_2_key(answer, device):
             f"answer_10_2 = {got:g} is not the number of booleans in the mask: the mask keeps "
             "an axis of size 1 wherever the lengths do not vary, and broadcasts over it"
         )
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "valid_lens_to_mask",
+    float64="n/a: the mask is boolean and the lengths are integers",
+    gradient="n/a: a boolean mask has no gradient",
+    meta=("valid_lens_to_mask.values",),
+    dropout="n/a: valid_lens_to_mask has no dropout",
+    unchanged=("valid_lens_to_mask.values",),
+)

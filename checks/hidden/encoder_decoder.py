@@ -7,9 +7,12 @@ LayerNorm by its formula; an explicit loop over target prefixes; and masking pro
 valid encoder output does change the output).
 """
 
+import functools
+
 import torch
 from torch import nn
 
+from checks._contract import expect_gradient_values, properties
 from checks._core import (
     CheckError,
     check,
@@ -20,6 +23,8 @@ from checks._core import (
 )
 from checks.encoder_decoder import (
     call,
+    decoder_on_meta,
+    decoder_sublayer_dropout,
     describe,
     make_decoder_block,
     to_torch,
@@ -147,6 +152,18 @@ def dropout_on_the_sublayers(DecoderBlock, device):
         )
 
 
+@check("DecoderBlock.dropout", hidden=True)
+def sublayer_dropout_statistics(DecoderBlock, device):
+    """With dropout=0.3 in training, is each sublayer's output dropped once (a fraction ≈ 0.3 zeroed, the rest divided by 0.7)?"""
+    decoder_sublayer_dropout(DecoderBlock, device, seed=33, p=0.3, B=6, T=7, S=6, d=12)
+
+
+@check("DecoderBlock.dtypes", hidden=True)
+def on_the_meta_device(DecoderBlock, device):
+    """On the meta device, post- and pre-norm, with and without lengths, is no tensor made on the CPU?"""
+    decoder_on_meta(DecoderBlock, seed=45, d=12, every=True)
+
+
 @check("DecoderBlock.dtypes", hidden=True)
 def float64_and_gradients(DecoderBlock, device):
     """In float64, does it match nn.TransformerDecoderLayer to 1e-10, with the same gradients for X, enc_outputs and the weights, leaving its inputs unchanged?"""
@@ -211,6 +228,12 @@ def float64_and_gradients(DecoderBlock, device):
                 atol=1e-9,
                 rtol=1e-7,
             )
+        expect_gradient_values(
+            functools.partial(call, block, enc_valid_lens=enc_lens, tgt_valid_lens=tgt_lens),
+            {"X": X, "enc_outputs": enc},
+            f"the forward ({what})",
+            seed=seed,
+        )
 
 
 # ------------------------------------------------ Check your understanding: the answers
@@ -253,3 +276,17 @@ def quiz_9_2_key(answer, device):
     choice = expect_choice(answer(), "abcd", "answer_9_2")
     if choice != "c":
         raise CheckError(f"answer_9_2 = {choice!r}: {WHY_NOT_9_2[choice]}")
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "DecoderBlock",
+    float64=("DecoderBlock.dtypes",),
+    gradient=("DecoderBlock.dtypes",),
+    meta=("DecoderBlock.dtypes",),
+    dropout=("DecoderBlock.dropout",),
+    unchanged=("DecoderBlock.dtypes",),
+)

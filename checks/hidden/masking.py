@@ -2,7 +2,7 @@
 
 import torch
 
-from checks._contract import float64_device
+from checks._contract import float64_device, properties
 from checks._core import (
     CheckError,
     CheckInternalError,
@@ -221,7 +221,7 @@ def quiz_2_1_key(answer, device):
         "a": torch.zeros_like(leaks),  # no row
         "b": has_padding,  # every row with a masked key
         "c": lengths == 0,
-        "d": lengths == 1,
+        "d": 2 * lengths < 5,  # more masked keys than valid ones
     }
     right = [k for k, rows in options.items() if torch.equal(rows, leaks)]
     if len(right) != 1:
@@ -252,3 +252,25 @@ def quiz_2_2_key(answer, device):
         9.0: "that many weights are not zero",
     }.get(predicted, "count, row by row, the keys at or past each row's valid length")
     raise CheckError(f"answer_2_2 = {predicted:g} zeros is not the count: {hint}")
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "sequence_mask",
+    float64=("sequence_mask.safety",),
+    gradient=("sequence_mask.safety",),
+    meta=("sequence_mask.safety",),
+    dropout="n/a: sequence_mask has no dropout",
+    unchanged=("sequence_mask.safety",),
+)
+properties(
+    "masked_softmax",
+    float64=("masked_softmax.safety",),
+    gradient=("masked_softmax.safety",),
+    meta=("masked_softmax.safety",),
+    dropout="n/a: masked_softmax has no dropout",
+    unchanged=("masked_softmax.safety",),
+)

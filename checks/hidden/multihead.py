@@ -7,6 +7,7 @@ head-by-head slicing, and torch.nn.MultiheadAttention given the same weights.
 import torch
 from torch import nn
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -275,8 +276,9 @@ def quiz_head_entry(answer, device):
     if choice != "a":
         raise CheckError(
             f"answer_7_2 = {choice!r}: entry b·h + i holds head i of example b, so entry 4 with "
-            "h = 3 is example 4 // 3 = 1, head 4 % 3 = 1, features 4 to 7; every head of example 1 "
-            "needs example 1's valid length, which repeat_interleave (not repeat) puts at entry 4"
+            "h = 3 is example 4 // 3 = 1, head 4 % 3 = 1, features 4 to 7; the mask is applied "
+            "inside the attention of each entry, and every head of example 1 needs example 1's "
+            "valid length, which repeat_interleave (not repeat) puts at entry 4"
         )
 
 
@@ -295,3 +297,34 @@ def quiz_parameters(answer, device):
             f"as nn.MultiheadAttention(64, 8, bias=False) counts: the same {one_head} as with one "
             "head, since the 8 heads of size 8 are column blocks of one 64 × 64 matrix per role"
         )
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "causal_valid_lens",
+    float64="n/a: the lengths are int64 (checked); X gives only its shape and device",
+    gradient="n/a: integer lengths have no gradient",
+    meta=("causal_valid_lens.mask",),
+    dropout="n/a: causal_valid_lens has no dropout",
+    unchanged=("causal_valid_lens.mask",),
+)
+for _name in ("transpose_qkv", "transpose_output"):
+    properties(
+        _name,
+        float64=(f"{_name}.loop",),
+        gradient=(f"{_name}.loop",),
+        meta=(f"{_name}.loop",),
+        dropout=f"n/a: {_name} only rearranges",
+        unchanged=(f"{_name}.loop",),
+    )
+properties(
+    "MultiHeadAttention",
+    float64=("MultiHeadAttention.torch",),
+    gradient=("MultiHeadAttention.torch",),
+    meta=("MultiHeadAttention.torch",),
+    dropout=("MultiHeadAttention.dropout",),
+    unchanged=("MultiHeadAttention.torch",),
+)

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from checks._contract import float64_device
+from checks._contract import float64_device, properties
 from checks._core import (
     CheckError,
     CheckInternalError,
@@ -126,3 +126,17 @@ def quiz_1_2_key(answer, device):
         "and those are huge here",
     }.get(predicted, "work out which key's score is largest, and by how much")
     raise CheckError(f"answer_1_2 = {predicted:g} is not the prediction for q = 100: {hint}")
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "nadaraya_watson",
+    float64=("nadaraya_watson.values",),
+    gradient=("nadaraya_watson.values",),
+    meta=("nadaraya_watson.values",),
+    dropout="n/a: Nadaraya–Watson pooling has no dropout",
+    unchanged=("nadaraya_watson.values",),
+)

@@ -8,7 +8,7 @@ of Exercises 3.1, 4.1 and 5.1 are in ``checks/hidden/additive.py``,
 
 import torch
 
-from checks._contract import largest_intermediate
+from checks._contract import largest_intermediate, properties
 from checks._core import (
     CheckError,
     check,
@@ -249,3 +249,25 @@ def distance_without_differences(distance_scores, device):
             f"B={B}, m={m}, n={n}, d={d}: the (B, m, n, d) tensor of differences that the "
             "exercise rules out. Use ‖q‖² - 2 qᵀk + ‖k‖² (matrix products only)."
         )
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "sum_scores",
+    float64=("sum_scores.values",),
+    gradient=("sum_scores.values",),
+    meta=("sum_scores.values",),
+    dropout="n/a: a score function has no dropout",
+    unchanged=("sum_scores.values",),
+)
+properties(
+    "distance_scores",
+    float64=("distance_scores.values",),
+    gradient=("distance_scores.values",),
+    meta=("distance_scores.values",),
+    dropout="n/a: a score function has no dropout",
+    unchanged=("distance_scores.values",),
+)

@@ -13,6 +13,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -354,3 +355,27 @@ def quiz_6_3_key(answer, device):
             f"answer_6_3 = {value!r} is not the right choice: which of these layers is a "
             "composition of permutation-equivariant pieces, and which sees offsets?"
         )
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "RelativeSelfAttention",
+    float64=("RelativeSelfAttention.values",),
+    gradient=("RelativeSelfAttention.values",),
+    meta=("RelativeSelfAttention.values",),
+    dropout=("RelativeSelfAttention.dropout",),
+    unchanged=("RelativeSelfAttention.values",),
+)
+properties(
+    "positional_encoding",
+    float64="n/a: the table is float32 by its specification, whatever it is computed in; "
+    "positional_encoding.formula compares it entry by entry with the formula",
+    gradient="n/a: positional_encoding takes no tensor, so nothing flows back",
+    meta="n/a: positional_encoding takes no tensor and no device: the table is made on the "
+    "CPU, as its specification says, and moved by its caller",
+    dropout="n/a: positional_encoding has no dropout",
+    unchanged="n/a: positional_encoding takes no tensor to change",
+)

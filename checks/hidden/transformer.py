@@ -10,6 +10,7 @@ import math
 import torch
 from torch import nn
 
+from checks._contract import properties
 from checks._core import (
     CheckError,
     check,
@@ -194,10 +195,27 @@ def quiz_stream_growth(answer, device):
 def quiz_pre_post(answer, device):
     """Is answer_8_3 the right option?"""
     choice = expect_choice(answer(), "abcd", "answer_8_3")
+    why_not = {
+        "a": "both forms have the same two LayerNorms and the same sublayers; pre-norm only moves "
+        "the LayerNorms in front of the sublayers",
+        "b": "a pre-norm block returns X + f(LN(X)): only each sublayer's input is normalised, "
+        "never the residual stream, so its output is a plain sum",
+        "d": "post-norm is the form that is hard to train at depth; the next section trains both "
+        "forms side by side and pre-norm gets there first",
+    }
     if choice != "c":
-        raise CheckError(
-            f"answer_8_3 = {choice!r}: pre-norm normalises only the input of each sublayer "
-            "(X + f(LN(X))) and never the residual stream, so its output is not normalised and a "
-            "stack ends with a LayerNorm; both forms have the same parameters, and post-norm is "
-            "the one that is hard to train at depth"
-        )
+        raise CheckError(f"answer_8_3 = {choice!r}: {why_not[choice]}")
+
+
+# ----------------------------------------------------------------- the property classes
+# Which group tests each class of every graded target (checks._contract.properties);
+# tests/test_properties.py proves each with a known-wrong answer that breaks it.
+
+properties(
+    "TransformerBlock",
+    float64=("TransformerBlock.torch",),
+    gradient=("TransformerBlock.torch",),
+    meta=("TransformerBlock.torch",),
+    dropout=("TransformerBlock.dropout",),
+    unchanged=("TransformerBlock.torch",),
+)

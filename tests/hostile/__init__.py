@@ -6,7 +6,17 @@ grader must do with it: the exact auto score of every test cell, or the exact
 problem it reports. ``tests/test_hostile.py`` grades the whole corpus in one batch.
 
 Points in "Masking": the sequence_mask tests are worth 1 + 2 + 1, the masked_softmax
-tests 1 + 2 + 1 + 1 + 1; the written answer (2) is graded by hand.
+tests 1 + 2 + 1 + 1 + 1, the two quiz questions 1 + 1; the written answer (2) is graded
+by hand.
+
+The cases after "the grader's boundary" below come from issue 21, one class per group,
+each with variations: what the grader reads back or writes after a kernel ran (links,
+FIFOs, names swapped while it is graded), feedback pages (script in a written answer,
+hidden-test markers in a student's own cells, a notebook too big to show), waiting past
+the wall clock (a sleep, a blocked read, answers one byte a second), stops after the
+tests ran (CPU, memory, an exit), deleted and changed cells, and answers that are slow
+for the grader to read. ``outside/``, beside the course folder, stands for any folder
+outside every course that a submission might aim a link at.
 """
 
 from __future__ import annotations
@@ -32,7 +42,9 @@ MASKED_SOFTMAX_CELLS = [
     "hidden_masked_softmax_dtypes",
     "hidden_masked_softmax_safety",
 ]
-ALL_CELLS = SEQUENCE_MASK_CELLS + MASKED_SOFTMAX_CELLS
+ALL_CELLS = SEQUENCE_MASK_CELLS + MASKED_SOFTMAX_CELLS  # the two exercises
+QUIZ_CELLS = ["test_quiz_2_1", "test_quiz_2_2"]
+EVERY_CELL = ALL_CELLS + QUIZ_CELLS  # every autograded test cell
 
 
 def _test_cells() -> dict[str, tuple[float, bool]]:
@@ -48,8 +60,16 @@ def _test_cells() -> dict[str, tuple[float, bool]]:
 TEST_CELLS = _test_cells()
 AUTO_POINTS = sum(points for points, _ in TEST_CELLS.values())  # every autograded point
 SEQUENCE_MASK_POINTS = sum(TEST_CELLS[c][0] for c in SEQUENCE_MASK_CELLS)
-# CPU seconds per cell and per notebook; the wall clock is a backstop wall_factor times larger.
-SETTINGS = {"cell_timeout": 4, "notebook_timeout": 30, "wall_factor": 5, "memory_mb": 2048}
+# CPU seconds per cell and per notebook; the wall clock is a backstop wall_factor times larger
+# (20 s per cell); the grader's own CPU seconds per notebook.
+SETTINGS = {
+    "cell_timeout": 4,
+    "notebook_timeout": 30,
+    "wall_factor": 5,
+    "memory_mb": 2048,
+    "grader_cpu": 20,
+}
+CELL_WALL = SETTINGS["cell_timeout"] * SETTINGS["wall_factor"]
 
 
 @dataclass
@@ -59,15 +79,18 @@ class Case:
     zero_cells: list[str] = field(default_factory=list)  # these score 0, every other test cell full
     problem: str | None = None  # the problem the grader must report (a substring), if any
     note: str = ""
+    # Other reports that are right too (a substring each; None: no report at all). For a case
+    # whose report depends on another part of the tree (the checks' wire format).
+    also: tuple = ()
 
 
 CASES: dict[str, Case] = {}
 
 
-def case(zero_cells=(), problem=None):
+def case(zero_cells=(), problem=None, also=()):
     def register(fn):
         CASES[fn.__name__] = Case(
-            fn.__name__, fn, list(zero_cells), problem, (fn.__doc__ or "").strip()
+            fn.__name__, fn, list(zero_cells), problem, (fn.__doc__ or "").strip(), tuple(also)
         )
         return fn
 
@@ -136,7 +159,7 @@ def infinite_loop_at_top_level():
 BURN = "import time\nend = time.process_time() + 3\nwhile time.process_time() < end:\n    pass"
 
 
-@case(zero_cells=ALL_CELLS, problem="more than 30 s of CPU time")
+@case(zero_cells=EVERY_CELL, problem="more than 30 s of CPU time")
 def slow_notebook():
     """Every cell is under the per-cell CPU limit, the notebook over the per-notebook one."""
     nb = reference()
@@ -157,17 +180,19 @@ def sys_exit():
     return _prepend(reference(), "masked_softmax", "import sys\nsys.exit(3)")
 
 
-@case(zero_cells=ALL_CELLS, problem="kernel died")
+@case(zero_cells=MASKED_SOFTMAX_CELLS + QUIZ_CELLS, problem="kernel died at cell")
 def killed_kernel():
-    """Kills its own kernel with SIGKILL in the masked_softmax cell."""
+    """Kills its own kernel with SIGKILL in the masked_softmax cell: the sequence_mask tests
+    before it keep their points, every test after it scores 0."""
     return _prepend(
         reference(), "masked_softmax", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
     )
 
 
-@case()
+@case(problem="'test_sequence_mask' was missing")
 def deleted_test_cell():
-    """Deletes the visible test cell of sequence_mask: the grader puts it back and runs it."""
+    """Deletes the visible test cell of sequence_mask: the grader puts it back, runs it and
+    says so."""
     nb = reference()
     nb.cells.remove(_cell(nb, "test_sequence_mask"))
     return nb
@@ -246,13 +271,13 @@ def warnings_on_stderr():
     return nb
 
 
-@case(zero_cells=ALL_CELLS, problem="not a readable notebook")
+@case(zero_cells=EVERY_CELL, problem="not a readable notebook")
 def invalid_json():
     """A truncated file."""
     return b'{"cells": [{"cell_type": "code", "source": "import torch'
 
 
-@case(zero_cells=ALL_CELLS, problem="empty")
+@case(zero_cells=EVERY_CELL, problem="empty")
 def empty_file():
     """A file of zero bytes."""
     return b""
@@ -282,13 +307,13 @@ def writes_outside_its_folder():
         reference(),
         "sequence_mask",
         "from pathlib import Path\n"
-        "course = Path.cwd().parents[5]\n"
-        "try:\n"
-        "    for target in course.glob('source/*/checks/_core.py'):\n"
-        "        target.write_text('raise RuntimeError(\"poisoned by a submission\")')\n"
-        "    (course / 'evil.txt').write_text('was here')\n"
-        "except OSError as err:\n"
-        "    print('blocked:', err)",
+        "for course in Path.cwd().parents:\n"
+        "    try:\n"
+        "        for target in course.glob('source/*/checks/_core.py'):\n"
+        "            target.write_text('raise RuntimeError(\"poisoned by a submission\")')\n"
+        "        (course / 'evil.txt').write_text('was here')\n"
+        "    except OSError as err:\n"
+        "        print('blocked:', err)",
     )
 
 
@@ -433,21 +458,21 @@ def forges_passing_checks():
     return _append(nb, "masked_softmax", forge)
 
 
-@case(zero_cells=ALL_CELLS)
+@case(zero_cells=EVERY_CELL)
 def answers_for_the_grader():
     """Stubs only, and a kernel that replaces the grader's server with its own, which answers
     every request "ok" with a tensor of ones, or True: data it makes up cannot pass."""
     nb = _stubs(reference())
     fake = (
-        "import socket, struct, io, torch, checks._remote as remote\n"
+        "import socket, torch, checks._serve as served, checks._wire as wire\n"
         "def fake_serve(path, targets):\n"
         "    s = socket.socket(socket.AF_UNIX); s.connect(path)\n"
         "    while True:\n"
-        "        try: request = remote._recv(s)\n"
+        "        try: request = wire.recv(s)\n"
         "        except Exception: return\n"
         "        if request.get('op') == 'bye': return\n"
-        "        remote._send(s, ('ok', {'out': torch.ones(2, 3), 'inputs': [], 'rng': torch.get_rng_state()}))\n"
-        "remote.serve = fake_serve\n"
+        "        wire.send(s, ('ok', {'out': torch.ones(2, 3), 'inputs': [], 'rng': torch.get_rng_state()}))\n"
+        "served.serve = fake_serve\n"
     )
     return _append(nb, "masked_softmax", fake)
 
@@ -474,17 +499,27 @@ def leaks_the_hidden_checks():
 
 @case()
 def special_files_in_its_folder():
-    """Leaves a FIFO, symlinks to /etc/passwd and /etc, and a big file in its own folder.
+    """Leaves FIFOs, a socket, symlinks to /etc/passwd and /etc, a link loop, a hard link and a
+    big file in its own folder, under every name the grader has read back (the notebook,
+    the outputs kept for the instructor, the timestamp).
 
-    Making them is allowed (it is its folder); the grader must never open or copy them.
+    Making them is allowed (it is its folder); the grader never opens or copies anything
+    from it, so none of them blocks, leaks or stops the batch.
     """
     return _append(
         reference(),
         "sequence_mask",
-        "import os\n"
-        "os.mkfifo('pipe.ipynb')\n"
+        "import os, socket\n"
+        "for name in ('masking.ipynb', 'student-outputs.ipynb', 'pipe.ipynb'):\n"
+        "    if os.path.lexists(name):\n"
+        "        os.remove(name)\n"
+        "    os.mkfifo(name)\n"
         "os.symlink('/etc/passwd', 'passwd.ipynb')\n"
+        "os.symlink('/etc/passwd', 'timestamp.txt')\n"
         "os.symlink('/etc', 'etc')\n"
+        "os.symlink('loop.ipynb', 'loop.ipynb')\n"
+        "os.link('README.md', 'hard.ipynb')\n"
+        "s = socket.socket(socket.AF_UNIX); s.bind('socket.ipynb')\n"
         "try:\n"
         "    with open('big.ipynb', 'wb') as f:\n"
         "        for _ in range(512):\n"
@@ -505,7 +540,7 @@ def children_that_outlive_the_notebook():
     )
 
 
-@case(zero_cells=ALL_CELLS, problem="stopped by the sandbox")
+@case(zero_cells=EVERY_CELL, problem="stopped by the sandbox")
 def children_share_a_memory_bomb():
     """Five children hold 700 MiB each (written, so resident): under the per-process cap,
     over the notebook's."""
@@ -519,7 +554,7 @@ def children_share_a_memory_bomb():
     )
 
 
-@case(zero_cells=ALL_CELLS, problem="holds more than 2000 files")
+@case(zero_cells=EVERY_CELL, problem="holds more than 2000 files")
 def fills_its_folder():
     """Writes 2,500 small files into its folder (each under the file-size limit): the folder's
     file count is capped, so it cannot fill the grader's disk."""
@@ -531,6 +566,360 @@ def fills_its_folder():
         "    pathlib.Path(f'junk{i}.txt').write_text('x' * 1000)\n"
         "time.sleep(5)",
     )
+
+
+# ---------------------------------------------------------------- the grader's boundary
+# (issue 21). Whatever a kernel leaves in its folder is student-controlled: the grader must
+# never open a name there, read a file back from there, or write there after the kernel ran.
+
+# Finds the course folder (named "course" by tests/test_hostile.py) and outside/ beside it,
+# whatever depth the kernel's folder is at.
+WHERE = """
+import os, pathlib
+here = pathlib.Path.cwd()
+course = next((p for p in here.parents if p.name == 'course'), here.parents[3])
+outside = course.parent / 'outside'
+"""
+
+# Every name a grader might write or read back, aimed at the gradebook or outside/.
+LINKS = (
+    WHERE
+    + """
+aims = {
+    'masking.ipynb': course / 'gradebook.db',
+    'gradebook.db': course / 'gradebook.db',
+    'student-outputs.ipynb': outside / 'written-through-a-link.ipynb',
+    'timestamp.txt': outside / 'canary.txt',
+    'results.json': outside / 'results.json',
+    'masking.html': outside / 'canary.txt',
+}
+for name, aim in aims.items():
+    if os.path.lexists(name):
+        os.remove(name)
+    os.symlink(aim, name)
+for name in ('autograded', 'feedback', 'submitted', 'source', 'outputs'):
+    os.symlink(outside, name)
+print('links planted')
+"""
+)
+
+
+@case()
+def links_where_the_grader_writes():
+    """After its last test: its notebook, and every other name the grader wrote or read in a
+    kernel's folder, replaced by links to the course's gradebook and to a folder outside
+    every course; folders the grader might write into, linked outside too. Full marks, the
+    gradebook intact, nothing created or changed outside."""
+    nb = reference()
+    nb.cells.append(nbformat.v4.new_code_cell(LINKS))
+    return nb
+
+
+SWAPPER = (
+    WHERE
+    + """
+import glob, re, threading, time
+
+def aims():
+    # the grader's socket of a test cell is named in the cell it sent (this kernel's history)
+    history = '\\n'.join(get_ipython().user_ns.get('_ih', []))
+    return set(re.findall(r"'(/[^']+[.]sock)'", history))
+
+def swap():
+    end = time.time() + 300
+    while time.time() < end:
+        for name in ('masking.ipynb', 'student-outputs.ipynb', 'timestamp.txt'):
+            try:
+                with open(name + '.tmp', 'w') as f:
+                    f.write('{}')
+                os.replace(name + '.tmp', name)  # a plain file for a check ...
+                os.symlink(course / 'gradebook.db', name + '.lnk')
+                os.replace(name + '.lnk', name)  # ... and a link for its use
+            except OSError:
+                pass
+        for sock in aims():
+            folder = os.path.dirname(sock)
+            try:  # the folder of the grader's sockets: the next one, or this one, as a link
+                os.symlink(outside / 'canary.txt', os.path.join(folder, 'planted'))
+                print('ATTACK SUCCEEDED: wrote into the folder of the grader\\'s sockets')
+            except OSError:
+                pass
+            try:
+                os.replace(os.path.join(folder, 'planted'), sock)
+            except OSError:
+                pass
+        time.sleep(0.02)
+
+threading.Thread(target=swap, daemon=True).start()
+"""
+)
+
+
+@case()
+def swaps_names_while_graded():
+    """From its first cell, a thread that keeps swapping plain files and links (to the
+    gradebook) under the names the grader used in its folder, and tries to put links in
+    place of the grader's sockets: it earns its full marks, and reaches nothing."""
+    nb = reference()
+    nb.cells.insert(2, nbformat.v4.new_code_cell(SWAPPER))
+    return nb
+
+
+XSS = """<script>document.title = 'PWNED'</script>
+<img src="x" onerror="document.title = 'PWNED'">
+<svg onload="document.title = 'PWNED'"><circle r="1"/></svg>
+<a href="javascript:document.title = 'PWNED'">a link</a> and [another](javascript:alert(1)).
+<iframe srcdoc="<script>parent.document.title = 'PWNED'</script>"></iframe>
+<details open ontoggle="document.title = 'PWNED'"><summary>x</summary></details>
+<meta http-equiv="refresh" content="0; url=javascript:alert(1)">
+<style>body { display: none }</style>
+<form action="https://example.org"><input name="q"></form>
+<object data="javascript:alert(1)"></object><embed src="javascript:alert(1)">
+"""
+
+
+@case(problem="does not have")
+def script_in_its_answers():
+    """A written answer, a Markdown cell of its own, a code comment, the notebook's title
+    and an extra graded cell's id carry <script>, event handlers and javascript: links:
+    nothing of it is live in the feedback page; every autograded point earned."""
+    nb = reference()
+    written = _cell(nb, "written_masking_empty_rows")
+    written.source = "My answer.\n\n" + XSS
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("## Notes\n\n" + XSS))
+    nb.cells.insert(2, nbformat.v4.new_code_cell("# </pre><script>document.title='PWNED'</script>"))
+    nb.metadata["title"] = "<script>document.title='PWNED'</script>"
+    extra = nbformat.v4.new_markdown_cell(XSS)
+    extra.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": '"><script>document.title=1</script>',
+        "locked": True,
+        "points": 3,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
+    nb.cells.append(extra)
+    return nb
+
+
+@case()
+def hidden_markers_in_its_own_cells():
+    """A code cell of its own that starts with "### BEGIN HIDDEN TESTS" and has no END, the
+    same line in a Markdown cell and in its answer: graded in full, and its feedback page
+    (and everyone else's) built."""
+    nb = reference()
+    nb.cells.insert(1, nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nscratch = 1"))
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("### BEGIN HIDDEN TESTS\nmy notes"))
+    cell = _cell(nb, "sequence_mask")
+    cell.source = cell.source.replace(
+        "### BEGIN SOLUTION", "### BEGIN SOLUTION\n    ### BEGIN HIDDEN TESTS", 1
+    )
+    return nb
+
+
+@case()
+def huge_notebook():
+    """About 6 MB of Markdown and code of its own: graded in full; its feedback page shows
+    what fits and says the rest is not shown."""
+    nb = reference()
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("Notes. " * 600_000))
+    for _ in range(3):
+        nb.cells.insert(2, nbformat.v4.new_code_cell("# " + "x" * 500_000 + "\npass"))
+    return nb
+
+
+@case(problem="waited past the wall clock")
+def sleeps_past_the_wall_clock():
+    """An honest notebook with a cell of its own that sleeps past the cell's wall clock (no
+    CPU): that cell is interrupted, the rest graded, the wait reported; full marks."""
+    nb = reference()
+    index = nb.cells.index(_cell(nb, "hidden_sequence_mask_safety")) + 1
+    nb.cells.insert(index, nbformat.v4.new_code_cell(f"import time\ntime.sleep({CELL_WALL + 15})"))
+    return nb
+
+
+@case(problem="waited past the wall clock")
+def blocked_on_a_read():
+    """An honest notebook with a cell that blocks on a read that never comes (a pipe): that
+    cell is interrupted, the rest graded; full marks."""
+    nb = reference()
+    index = nb.cells.index(_cell(nb, "test_masked_softmax"))
+    block = "import os\nr, w = os.pipe()\nos.read(r, 1)"
+    nb.cells.insert(index - 1, nbformat.v4.new_code_cell(block))
+    return nb
+
+
+# The kernel answers the checks of one quiz question one byte a second: a header that never
+# completes for question 2.1, a whole frame trickled for question 2.2. The others: as usual.
+TRICKLE = """
+import io, socket, time, torch, checks._remote as remote
+honest = remote.serve
+def serve(path, targets):
+    names = ' '.join(targets)
+    if 'answer_2_1' not in names and 'answer_2_2' not in names:
+        return honest(path, targets)
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    buf = io.BytesIO()
+    torch.save(('ok', {'out': 1}), buf)
+    frame = len(buf.getvalue()).to_bytes(8, 'big') + buf.getvalue()
+    if 'answer_2_1' in names:
+        frame = frame[:5]
+    try:
+        for i in range(len(frame)):
+            s.send(frame[i:i + 1])
+            time.sleep(1)
+        time.sleep(600)
+    except OSError:
+        return
+remote.serve = serve
+"""
+
+
+@case(zero_cells=QUIZ_CELLS, problem="waited past the wall clock")
+def answers_one_byte_a_second():
+    """Its kernel answers the checks of both quiz questions one byte a second (an unfinished
+    header; a whole frame, trickled): those two tests fail at their deadline, and only
+    they; the rest of its (correct) notebook keeps its points."""
+    nb = reference()
+    index = nb.cells.index(_cell(nb, "quiz_2_1"))
+    nb.cells.insert(index, nbformat.v4.new_code_cell(TRICKLE))
+    return nb
+
+
+@case(problem="ignored the interrupt", also=("timed out on the wall clock",))
+def spins_after_every_test():
+    """After every test ran, a last cell that ignores SIGINT and spins: stopped by the
+    sandbox (or, on a machine so busy that the cell's wall clock comes first, abandoned
+    there), and every point its tests earned kept."""
+    nb = reference()
+    spin = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    nb.cells.append(nbformat.v4.new_code_cell(spin))
+    return nb
+
+
+@case(problem="stopped by the sandbox")
+def memory_after_every_test():
+    """After every test ran, children that together hold more memory than the notebook may:
+    stopped, every point kept."""
+    hold = "x = b'\\1' * (800 * 2**20); import time; time.sleep(120)"
+    nb = reference()
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import subprocess, sys, time\n"
+            f"kids = [subprocess.Popen([sys.executable, '-c', {hold!r}]) for _ in range(3)]\n"
+            "time.sleep(60)"
+        )
+    )
+    return nb
+
+
+@case(problem="kernel died at cell")
+def exits_after_every_test():
+    """After every test ran, os._exit(0): the kernel is gone, every point kept."""
+    nb = reference()
+    nb.cells.append(nbformat.v4.new_code_cell("import os\nos._exit(0)"))
+    return nb
+
+
+@case(zero_cells=["test_quiz_2_1"], problem="'test_quiz_2_1' was missing")
+def deleted_quiz_and_its_test():
+    """Deletes the answer cell of quiz question 2.1 and, in the JSON, its locked test cell
+    (nbgrader 0.9.6 then fails the notebook): 0 for that question, the rest graded."""
+    nb = reference()
+    nb.cells.remove(_cell(nb, "quiz_2_1"))
+    nb.cells.remove(_cell(nb, "test_quiz_2_1"))
+    return nb
+
+
+@case(zero_cells=["test_quiz_2_2"], problem="'quiz_2_2' is missing")
+def deleted_answer_cells():
+    """Deletes the answer cell of quiz question 2.2 and its written answer, keeping their
+    tests: 0 for those two questions only (the written one waits for a person)."""
+    nb = reference()
+    nb.cells.remove(_cell(nb, "quiz_2_2"))
+    nb.cells.remove(_cell(nb, "written_masking_empty_rows"))
+    return nb
+
+
+@case(problem="the course does not have ('extra_points')")
+def changed_metadata():
+    """Cell ids renumbered (some invalid, some repeated), every checksum and schema version
+    changed, a test cell's points raised, and an extra locked grade cell worth 5 points:
+    the gradebook's cells and points decide; the extra cell is ignored and reported."""
+    nb = reference()
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = "same" if i % 7 == 0 else f"cell {i}!" if i % 5 == 0 else f"n{i * 13}"
+        meta = cell.metadata.get("nbgrader")
+        if meta:
+            meta["checksum"] = "0" * 32
+            meta["schema_version"] = 1 if i % 2 else 3
+    _cell(nb, "hidden_masked_softmax_values").metadata["nbgrader"]["points"] = 50
+    extra = nbformat.v4.new_code_cell("assert True")
+    extra.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "extra_points",
+        "locked": True,
+        "points": 5,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    }
+    nb.cells.insert(nb.cells.index(_cell(nb, "test_sequence_mask")), extra)
+    return nb
+
+
+# Every answer the kernel sends is a torch.save frame padded with 10 million pickle no-ops
+# (BINPUT): 20 MB, well under the frame cap, that took the grader's unpickler some 18 s of
+# CPU each. A format that cannot carry work refuses it at once (checks/_wire.py).
+PADDED = """
+import io, socket, zipfile, torch, checks._remote as remote
+def padded(obj):
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    src = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, 'w', zipfile.ZIP_STORED) as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name.endswith('data.pkl'):
+                at = data.index(b'ok') + 2  # after the first value pushed
+                data = data[:at] + b'q\\x00' * 10_000_000 + data[at:]
+            dst.writestr(name, data)
+    return out.getvalue()
+def serve(path, targets):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    frame = padded(('ok', None))
+    try:
+        while True:
+            head = s.recv(8)
+            if len(head) < 8:
+                return
+            size = int.from_bytes(head, 'big')
+            while size > 0:
+                size -= len(s.recv(min(size, 1 << 20)))
+            s.sendall(len(frame).to_bytes(8, 'big') + frame)
+    except OSError:
+        return
+remote.serve = serve
+"""
+
+
+@case(
+    zero_cells=EVERY_CELL,
+    problem="of its own CPU time on this notebook's answers",
+    also=(None,),
+)
+def answers_slow_to_read():
+    """Correct answers, but every answer its kernel sends is padded to cost the grader CPU
+    time to read. The grader's worker stops at its CPU limit for one notebook
+    (or a format that cannot carry work refuses every frame): nothing earned, the batch
+    unharmed."""
+    nb = reference()
+    nb.cells.insert(2, nbformat.v4.new_code_cell(PADDED))
+    return nb
 
 
 def write(case: Case, path) -> None:

@@ -26,7 +26,7 @@ def unusual(target: str, *, alone: bool = False) -> Callable:
     """
 
     def register(fn: Callable) -> Callable:
-        REGISTRY.append(Wrong(fn, target, (), alone))
+        REGISTRY.append(Wrong(fn, target, (), alone=alone))
         return fn
 
     return register

@@ -31,13 +31,13 @@ def concat_zero_padded_inputs(self, queries, keys, values, valid_lens=None):
 @unusual("quiz_3_1")
 def quiz_3_1_capital_letter():
     """A capital letter."""
-    answer_3_1 = "C"  # noqa: F841
+    answer_3_1 = "B"  # noqa: F841
 
 
 @unusual("quiz_3_1")
 def quiz_3_1_with_spaces():
     """The letter with spaces around it."""
-    answer_3_1 = " c "  # noqa: F841
+    answer_3_1 = " b "  # noqa: F841
 
 
 @unusual("quiz_3_2")

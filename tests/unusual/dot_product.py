@@ -11,10 +11,11 @@ from tests.unusual import unusual
 
 @unusual("CosineAttention")
 def cosine_through_dot_product_attention(self, queries, keys, values, valid_lens=None):
-    """Reuses DotProductAttention.forward: unit queries times s·√d undo its 1/√d."""
+    """Reuses DotProductAttention.forward: unit queries times s·√d undo its 1/√d; lengths
+    clamped at 10⁻³, so a zero row stays zero with a gradient of at most 10³."""
     d = queries.shape[-1]
-    q = queries / torch.linalg.vector_norm(queries, dim=-1, keepdim=True).clamp_min(1e-12)
-    k = keys / torch.linalg.vector_norm(keys, dim=-1, keepdim=True).clamp_min(1e-12)
+    q = queries / torch.linalg.vector_norm(queries, dim=-1, keepdim=True).clamp_min(1e-3)
+    k = keys / torch.linalg.vector_norm(keys, dim=-1, keepdim=True).clamp_min(1e-3)
     return DotProductAttention.forward(self, q * (self.scale * math.sqrt(d)), k, values, valid_lens)
 
 

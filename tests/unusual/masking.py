@@ -24,13 +24,14 @@ def sequence_mask_with_masked_fill(X, valid_len, value=0):
 
 @unusual("masked_softmax")
 def masked_softmax_upcast(X, valid_lens):
-    """Hugging Face's idiom: the softmax in float32 (dtype=), cast back to X's dtype."""
+    """Hugging Face's idiom: the softmax in at least float32 (dtype=), cast back to X's dtype."""
+    wide = torch.promote_types(X.dtype, torch.float32)  # float16 up to float32, float64 kept
     if valid_lens is None:
-        return torch.softmax(X, dim=-1, dtype=torch.float32).to(X.dtype)
+        return torch.softmax(X, dim=-1, dtype=wide).to(X.dtype)
     lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None]
     mask = torch.arange(X.shape[-1], device=X.device) < lens[..., None]  # (B, m or 1, n)
     scores = torch.where(mask, X, torch.finfo(X.dtype).min)
-    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(X.dtype)
+    weights = torch.softmax(scores, dim=-1, dtype=wide).to(X.dtype)
     return torch.where(mask, weights, torch.zeros((), dtype=X.dtype, device=X.device))
 
 

@@ -23,6 +23,11 @@ test packs the answers: one notebook holds a wrong (or unusual) answer to every
 exercise of the chapter at once, so an answer must not disturb the others'
 cells; one that does on purpose is declared ``@wrong(..., alone=True)``.
 
+A wrong answer may also say which *property class* it breaks (``breaks="float64"``): the
+classes every graded target's checks must cover are declared in the hidden checks
+(:func:`checks._contract.properties`), and ``tests/test_properties.py`` proves, target by
+target, that each class a target declares is caught by a wrong answer that breaks it.
+
 An answer to a "Check your understanding" question (target ``quiz_<chapter>_<n>``,
 the grade_id of its answer cell) is a function without arguments that returns the
 answer, as the checks call it (``lambda: answer_6_1``); pasted into the notebook, its
@@ -46,6 +51,7 @@ class Wrong:
     fn: Callable
     target: str
     failures: tuple[tuple[str, str], ...]  # (group, fragment of its message), in order
+    breaks: str | None = None  # the property class it breaks (checks._contract.CLASSES)
     # Graded in a notebook of its own by the end-to-end test, not packed with the answers to
     # the chapter's other exercises (for an answer that disturbs them on purpose).
     alone: bool = False
@@ -136,12 +142,13 @@ def answer_name(target: str) -> str:
 def reference(target: str):
     """The reference implementation named ``target`` in the solutions package.
 
-    For a question (``quiz_4_1``), a function that returns the saved answer (``answer_4_1``).
+    For a question (``quiz_4_1``), a function that returns the saved answer (``answer_4_1``,
+    in ``solutions.answers``).
     """
     from solutions import SOURCES
 
     if is_quiz(target):
-        value = reference(answer_name(target))
+        value = getattr(importlib.import_module("solutions.answers"), answer_name(target))
         return lambda: value
     for module in SOURCES:
         obj = getattr(importlib.import_module(f"solutions.{module}"), target, None)
@@ -153,19 +160,27 @@ def reference(target: str):
 REGISTRY: list[Wrong] = []
 
 
-def wrong(target: str, failures: Mapping[str, str], *, alone: bool = False) -> Callable:
+def wrong(
+    target: str, failures: Mapping[str, str], *, breaks: str | None = None, alone: bool = False
+) -> Callable:
     """Register the decorated function as a wrong answer to ``target``.
 
     Args:
         target: the exercise it answers, the function or class name in the notebook.
         failures: each check group that must fail, mapped to a fragment of the
             message (``str(CheckError)`` with ``verbose=False``) it must fail with.
+        breaks: the property class it breaks, if it is the proof that the checks test
+            one: ``"float64"``, ``"gradient"``, ``"meta"``, ``"dropout"`` or ``"unchanged"``.
         alone: grade it end to end in a notebook of its own, where every other exercise
             keeps the reference, instead of packed with wrong and unusual answers to the
             chapter's other exercises (``tests/test_autograde.py``). For an answer that
             disturbs the rest of the notebook on purpose: it kills the kernel, or rebinds
             a name that other exercises use.
     """
+    from checks._contract import CLASSES
+
+    if breaks is not None and breaks not in CLASSES:
+        raise TypeError(f"breaks must be one of {CLASSES}, got {breaks!r}")
     if not isinstance(failures, Mapping) or not failures:
         raise TypeError(f"failures must be a non-empty dict group -> message, got {failures!r}")
     for group, fragment in failures.items():
@@ -173,7 +188,7 @@ def wrong(target: str, failures: Mapping[str, str], *, alone: bool = False) -> C
             raise TypeError(f"failures must map group names to message fragments, got {failures!r}")
 
     def register(fn: Callable) -> Callable:
-        REGISTRY.append(Wrong(fn, target, tuple(failures.items()), alone))
+        REGISTRY.append(Wrong(fn, target, tuple(failures.items()), breaks=breaks, alone=alone))
         return fn
 
     return register

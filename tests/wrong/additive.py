@@ -155,6 +155,7 @@ def concat_stores_dropped_weights(self, queries, keys, values, valid_lens=None):
         "ConcatAttention": "the output in train mode (p=0.5, B=4, m=6, n=8, values = identity so that the output is the weights): with",
         "ConcatAttention.dropout": "the output in train mode (p=0.3, B=6, m=7, n=9, values = identity so that the output is the weights): with",
     },
+    breaks="dropout",
 )
 def concat_dropout_twice(self, queries, keys, values, valid_lens=None):
     """Dropout applied twice: keeps (1 - p)² of the weights, scaled by 1 / (1 - p)²."""
@@ -169,34 +170,52 @@ def concat_dropout_twice(self, queries, keys, values, valid_lens=None):
 # Every wrong letter of a multiple-choice question, and the slips of form a student makes.
 
 
-@wrong("quiz_3_1", {"quiz_3_1.key": "another query changes W_q q, but W_q q is added"})
-def quiz_3_1_another_query():
-    """Thinks a different query would tell the equal keys apart."""
+@wrong(
+    "quiz_3_1",
+    {
+        "quiz_3_1": "Hint: an untrained module has random W_q, W_k and w_v",
+        "quiz_3_1.key": "an untrained module has random W_q, W_k and w_v, and different keys",
+    },
+)
+def quiz_3_1_untrained_is_uniform():
+    """Thinks an untrained module scores every key alike, as the toy example seemed to show."""
     answer_3_1 = "a"  # noqa: F841
 
 
-@wrong("quiz_3_1", {"quiz_3_1.key": "training changes W_q, W_k and w_v, but the same W_k"})
-def quiz_3_1_training():
-    """Thinks the untrained parameters are what makes the weights uniform."""
-    answer_3_1 = "b"  # noqa: F841
+@wrong(
+    "quiz_3_1",
+    {
+        "quiz_3_1": "Hint: the mask looks at the keys' positions, not at their values",
+        "quiz_3_1.key": "the mask depends on the keys' positions, not on their values",
+    },
+)
+def quiz_3_1_mask_leaks():
+    """Thinks different keys make the mask leak onto the padding."""
+    answer_3_1 = "c"  # noqa: F841
 
 
-@wrong("quiz_3_1", {"quiz_3_1.key": "valid_lens decides how many keys are in the softmax"})
-def quiz_3_1_no_mask():
-    """Thinks the mask is what makes the weights uniform."""
+@wrong(
+    "quiz_3_1",
+    {
+        "quiz_3_1": "Hint: a softmax gives all the weight to one key only when its score",
+        "quiz_3_1.key": "a softmax puts all the weight on one key only when its score is far",
+    },
+)
+def quiz_3_1_softmax_as_argmax():
+    """Takes the softmax for an argmax."""
     answer_3_1 = "d"  # noqa: F841
 
 
 @wrong(
     "quiz_3_1",
     {
-        "quiz_3_1": "answer_3_1 should be one of the letters 'a', 'b', 'c', 'd', got '(c)' (str)",
-        "quiz_3_1.key": "got '(c)' (str)",
+        "quiz_3_1": "answer_3_1 should be one of the letters 'a', 'b', 'c', 'd', got '(b)' (str)",
+        "quiz_3_1.key": "got '(b)' (str)",
     },
 )
 def quiz_3_1_option_label():
     """Copies the option's label with its parentheses."""
-    answer_3_1 = "(c)"  # noqa: F841
+    answer_3_1 = "(b)"  # noqa: F841
 
 
 @wrong(
@@ -289,3 +308,85 @@ def quiz_3_3_one_hidden_unit():
 def quiz_3_3_written_as_text():
     """Writes the number as text, with a thousands separator."""
     answer_3_3 = "12,352"  # noqa: F841
+
+
+# ----------------------------------------------------------------- property classes
+
+
+@wrong(
+    "ConcatAttention",
+    {
+        "ConcatAttention": "the forward (B=2, m=3, n=4, queries of size 3, keys 4, values 3): the gradient is not the derivative of the output. Along a",
+        "ConcatAttention.values": "float64 attention_weights (B=3, m=4, n=6, queries of size 5, keys 6, values 2): row index (0, 0) is wrong (8 of 12 rows",
+    },
+    breaks="float64",
+)
+def concat_rounded_through_float32(self, queries, keys, values, valid_lens=None):
+    """Right, but the weights and the output pass through float32 (a .float() left in): float64
+    in and out, with float32's digits."""
+    W_q = self.W.weight[:, : self.query_size]
+    W_k = self.W.weight[:, self.query_size :]
+    hidden = torch.tanh((queries @ W_q.T + self.W.bias).unsqueeze(2) + (keys @ W_k.T).unsqueeze(1))
+    scores = self.w_v(hidden).squeeze(-1)
+    self.attention_weights = masked_softmax(scores, valid_lens).float().to(queries.dtype)
+    out = torch.bmm(self.dropout(self.attention_weights), values)
+    return out.float().to(values.dtype)
+
+
+@wrong(
+    "ConcatAttention",
+    {
+        "ConcatAttention": "the forward (B=2, m=3, n=4, queries of size 3, keys 4, values 3): the gradient is not the derivative of the output. Along a",
+        "ConcatAttention.values": "the forward (B=3, m=4, n=6, queries of size 5, keys 6, values 2): the gradient is not the derivative of the output. Along a",
+    },
+    breaks="gradient",
+)
+def concat_scores_half_detached(self, queries, keys, values, valid_lens=None):
+    """Averages the scores with a detached copy: right values, half the gradient through them."""
+    W_q = self.W.weight[:, : self.query_size]
+    W_k = self.W.weight[:, self.query_size :]
+    hidden = torch.tanh((queries @ W_q.T + self.W.bias).unsqueeze(2) + (keys @ W_k.T).unsqueeze(1))
+    scores = self.w_v(hidden).squeeze(-1)
+    scores = 0.5 * scores + 0.5 * scores.detach()
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong(
+    "ConcatAttention",
+    {
+        "ConcatAttention": "add got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+        "ConcatAttention.values": "add got a tensor of shape (6,) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+    },
+    breaks="meta",
+)
+def concat_zero_scores_on_the_cpu(self, queries, keys, values, valid_lens=None):
+    """Starts the scores from torch.zeros(n), made without device=: on the CPU whatever the
+    inputs' device."""
+    W_q = self.W.weight[:, : self.query_size]
+    W_k = self.W.weight[:, self.query_size :]
+    hidden = torch.tanh((queries @ W_q.T + self.W.bias).unsqueeze(2) + (keys @ W_k.T).unsqueeze(1))
+    scores = torch.zeros(keys.shape[1], dtype=queries.dtype) + self.w_v(hidden).squeeze(-1)
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong(
+    "ConcatAttention",
+    {
+        "ConcatAttention": "the forward on queries (2, 1, 20), keys (2, 10, 2), values (2, 10, 4), valid_lens [2, 6] modified its input queries in place: at",
+        "ConcatAttention.dropout": "the forward on queries (2, 3, 4), keys (2, 5, 4), values (2, 5, 4), valid_lens [5, 2] modified its input queries in place: at",
+        "ConcatAttention.memory": "the forward on queries (2, 5, 6), keys (2, 7, 10), values (2, 7, 3), valid_lens None modified its input queries in place: at",
+        "ConcatAttention.values": "the forward on queries (1, 1, 3), keys (1, 1, 5), values (1, 1, 3), valid_lens None modified its input queries in place: at",
+    },
+    breaks="unchanged",
+)
+def concat_zeroes_everything(self, queries, keys, values, valid_lens=None):
+    """Computes nothing: zeroes its inputs and lengths in place and returns zeros, so that a
+    reference computed from the inputs after the call would be zeros too."""
+    with torch.no_grad():
+        for t in (queries, keys, values) + ((valid_lens,) if valid_lens is not None else ()):
+            t.zero_()
+    B, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
+    self.attention_weights = torch.zeros(B, m, n, dtype=queries.dtype, device=queries.device)
+    return torch.zeros(B, m, values.shape[-1], dtype=values.dtype, device=values.device)

@@ -126,6 +126,7 @@ def low_rank_forced_float32(self, queries, keys, values, valid_lens=None):
         NAME: "the output in train mode (p=0.5, B=4, m=6, n=8, values = identity so that the output is the weights): with",
         f"{NAME}.dropout": "the output in train mode (p=0.3, B=6, m=7, n=9, values = identity so that the output is the weights): with",
     },
+    breaks="dropout",
 )
 def low_rank_dropout_on_the_scores(self, queries, keys, values, valid_lens=None):
     """Dropout on the scores, before the softmax: the weights are not dropped and rescaled."""
@@ -157,6 +158,18 @@ def softmax_is_scale_invariant():
     answer_5_1 = "a"  # noqa: F841
 
 
+@wrong(
+    "quiz_5_1",
+    {
+        "quiz_5_1": "Hint: for d = 100, dot-product attention divides every score by 10",
+        "quiz_5_1.key": "dot-product attention with d = 100 divides it by 10",
+    },
+)
+def ten_times_identity_is_scaled_dot_product():
+    """Takes W = 10 I for the 1/√d of d = 100: a factor of 10 where that divides by 10."""
+    answer_5_1 = "d"  # noqa: F841
+
+
 @wrong("quiz_5_2", {"quiz_5_2.key": "answer_5_2 is 64: the factors W_q and W_k hold r·(d_q + d_k)"})
 def rank_of_the_full_size():
     """Counts one factor only: 64 r = 4096 at r = 64."""
@@ -167,3 +180,77 @@ def rank_of_the_full_size():
 def one_rank_per_key_entry():
     """Takes the larger size: rank 5, but a (3, 5) matrix cannot have rank above 3."""
     answer_5_3 = "c"  # noqa: F841
+
+
+# ----------------------------------------------------------------- property classes
+
+
+@wrong(
+    "LowRankBilinearAttention",
+    {
+        "LowRankBilinearAttention": "the forward (B=2, m=3, n=4, queries of size 3, keys 4, values 3): the gradient is not the derivative of the output. Along a",
+        "LowRankBilinearAttention.values": "float64 attention_weights (B=3, m=5, n=3, queries of size 4, keys 6, values 2): row index (0, 0) is wrong (10 of 15 rows",
+    },
+    breaks="float64",
+)
+def low_rank_rounded_through_float32(self, queries, keys, values, valid_lens=None):
+    """Right, but the weights and the output pass through float32 (a .float() left in): float64
+    in and out, with float32's digits."""
+    scores = torch.bmm(self.W_q(queries), self.W_k(keys).transpose(1, 2))
+    self.attention_weights = masked_softmax(scores, valid_lens).float().to(queries.dtype)
+    out = torch.bmm(self.dropout(self.attention_weights), values)
+    return out.float().to(values.dtype)
+
+
+@wrong(
+    "LowRankBilinearAttention",
+    {
+        "LowRankBilinearAttention": "the forward (B=2, m=3, n=4, queries of size 3, keys 4, values 3): the gradient is not the derivative of the output. Along a",
+        "LowRankBilinearAttention.values": "the forward (B=3, m=5, n=3, queries of size 4, keys 6, values 2): the gradient is not the derivative of the output. Along a",
+    },
+    breaks="gradient",
+)
+def low_rank_scores_half_detached(self, queries, keys, values, valid_lens=None):
+    """Averages the scores with a detached copy: right values, half the gradient through them."""
+    scores = torch.bmm(self.W_q(queries), self.W_k(keys).transpose(1, 2))
+    scores = 0.5 * scores + 0.5 * scores.detach()
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong(
+    "LowRankBilinearAttention",
+    {
+        "LowRankBilinearAttention": "add got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+        "LowRankBilinearAttention.values": "add got a tensor of shape (3,) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+    },
+    breaks="meta",
+)
+def low_rank_zero_scores_on_the_cpu(self, queries, keys, values, valid_lens=None):
+    """Starts the scores from torch.zeros(n), made without device=: on the CPU whatever the
+    inputs' device."""
+    scores = torch.bmm(self.W_q(queries), self.W_k(keys).transpose(1, 2))
+    scores = torch.zeros(keys.shape[1], dtype=queries.dtype) + scores
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong(
+    "LowRankBilinearAttention",
+    {
+        "LowRankBilinearAttention": "the forward on queries (2, 4, 3), keys (2, 6, 5), values (2, 6, 7), valid_lens [6, 2] modified its input queries in place: at",
+        "LowRankBilinearAttention.dropout": "the forward on queries (2, 3, 4), keys (2, 5, 4), values (2, 5, 4), valid_lens [5, 2] modified its input queries in place: at",
+        "LowRankBilinearAttention.factorised": "the forward on queries (3, 7, 8), keys (3, 6, 9), values (3, 6, 2), valid_lens None modified its input queries in place: at",
+        "LowRankBilinearAttention.values": "the forward on queries (1, 1, 3), keys (1, 1, 5), values (1, 1, 3), valid_lens None modified its input queries in place: at",
+    },
+    breaks="unchanged",
+)
+def low_rank_zeroes_everything(self, queries, keys, values, valid_lens=None):
+    """Computes nothing: zeroes its inputs and lengths in place and returns zeros, so that a
+    reference computed from the inputs after the call would be zeros too."""
+    with torch.no_grad():
+        for t in (queries, keys, values) + ((valid_lens,) if valid_lens is not None else ()):
+            t.zero_()
+    B, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
+    self.attention_weights = torch.zeros(B, m, n, dtype=queries.dtype, device=queries.device)
+    return torch.zeros(B, m, values.shape[-1], dtype=values.dtype, device=values.device)

@@ -142,6 +142,7 @@ def cosine_ignores_valid_lens(self, queries, keys, values, valid_lens=None):
         "CosineAttention": "at (0, 0, 0) the weight 0.165487 became 0.165487 (ratio 1, expected 0 or 2)",
         "CosineAttention.dropout": "the output in train mode with dropout=1 (every weight dropped): row batch=0, query=0 is wrong",
     },
+    breaks="dropout",
 )
 def cosine_forgot_dropout(self, queries, keys, values, valid_lens=None):
     """No dropout at all: training and evaluation give the same output."""
@@ -197,3 +198,97 @@ def quiz_4_2_shift_the_values():
 def quiz_4_2_not_a_letter():
     """Answers with the change, not its letter."""
     answer_4_2 = "adding c to every key"  # noqa: F841
+
+
+# ----------------------------------------------------------------- property classes
+
+
+@wrong(
+    "CosineAttention",
+    {
+        "CosineAttention": "the forward (B=2, m=3, n=4, queries of size 5, keys 5, values 3): the gradient is not the derivative of the output. Along a",
+        "CosineAttention.values": "float64 attention_weights (B=3, m=5, n=2, queries of size 7, keys 7, values 4): row index (2, 0) is wrong (4 of 15 rows",
+    },
+    breaks="float64",
+)
+def cosine_rounded_through_float32(self, queries, keys, values, valid_lens=None):
+    """Right, but the weights and the output pass through float32 (a .float() left in): float64
+    in and out, with float32's digits."""
+    q, k = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1)
+    scores = self.scale * torch.bmm(q, k.transpose(1, 2))
+    self.attention_weights = masked_softmax(scores, valid_lens).float().to(queries.dtype)
+    out = torch.bmm(self.dropout(self.attention_weights), values)
+    return out.float().to(values.dtype)
+
+
+@wrong(
+    "CosineAttention",
+    {
+        "CosineAttention": "the forward (B=2, m=3, n=4, queries of size 5, keys 5, values 3): the gradient is not the derivative of the output. Along a",
+        "CosineAttention.values": "the forward (B=3, m=5, n=2, queries of size 7, keys 7, values 4): the gradient is not the derivative of the output. Along a",
+    },
+    breaks="gradient",
+)
+def cosine_scores_half_detached(self, queries, keys, values, valid_lens=None):
+    """Averages the scores with a detached copy: right values, half the gradient through them."""
+    q, k = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1)
+    scores = self.scale * torch.bmm(q, k.transpose(1, 2))
+    scores = 0.5 * scores + 0.5 * scores.detach()
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong(
+    "CosineAttention",
+    {
+        "CosineAttention": "maximum got a tensor of shape (1,) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+        "CosineAttention.values": "maximum got a tensor of shape (1,) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+    },
+    breaks="meta",
+)
+def cosine_floor_on_the_cpu(self, queries, keys, values, valid_lens=None):
+    """Keeps the norms from 0 with torch.full((1,), 1e-12), made without device=: on the CPU
+    whatever the inputs' device."""
+    floor = torch.full((1,), 1e-12, dtype=queries.dtype)
+    q = queries / torch.maximum(torch.linalg.vector_norm(queries, dim=-1, keepdim=True), floor)
+    k = keys / torch.maximum(torch.linalg.vector_norm(keys, dim=-1, keepdim=True), floor)
+    scores = self.scale * torch.bmm(q, k.transpose(1, 2))
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+@wrong(
+    "CosineAttention",
+    {
+        "CosineAttention": "the forward on queries (1, 1, 2), keys (1, 3, 2), values (1, 3, 3), valid_lens None modified its input queries in place: at",
+        "CosineAttention.builtin": "the forward on queries (3, 7, 16), keys (3, 9, 16), values (3, 9, 16), valid_lens of shape (3, 7) modified its input queries in",
+        "CosineAttention.dropout": "the forward on queries (2, 3, 4), keys (2, 5, 4), values (2, 5, 4), valid_lens [5, 2] modified its input queries in place: at",
+        "CosineAttention.values": "the forward on queries (1, 1, 6), keys (1, 1, 6), values (1, 1, 3), valid_lens None modified its input queries in place: at",
+    },
+    breaks="unchanged",
+)
+def cosine_zeroes_everything(self, queries, keys, values, valid_lens=None):
+    """Computes nothing: zeroes its inputs and lengths in place and returns zeros, so that a
+    reference computed from the inputs after the call would be zeros too."""
+    with torch.no_grad():
+        for t in (queries, keys, values) + ((valid_lens,) if valid_lens is not None else ()):
+            t.zero_()
+    B, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
+    self.attention_weights = torch.zeros(B, m, n, dtype=queries.dtype, device=queries.device)
+    return torch.zeros(B, m, values.shape[-1], dtype=values.dtype, device=values.device)
+
+
+@wrong(
+    "CosineAttention",
+    {
+        "CosineAttention": "the gradient of queries at row 1, a zero vector, is",
+        "CosineAttention.values": "the gradient of queries at row 1, a zero vector, is",
+    },
+)
+def cosine_gradient_explodes_at_zero(self, queries, keys, values, valid_lens=None):
+    """F.normalize with its ε = 10⁻¹² (the chapter's first reference): no nan, the right
+    values, but a gradient of about 10¹² at a zero query or key."""
+    q, k = F.normalize(queries, dim=-1), F.normalize(keys, dim=-1)
+    scores = self.scale * torch.bmm(q, k.transpose(1, 2))
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)

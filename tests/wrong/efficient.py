@@ -125,6 +125,7 @@ def lengths_not_broadcast(valid_lens, num_queries, num_keys):
         "valid_lens_to_mask": "valid_lens_to_mask([2, 7], 3, 4) modified its input valid_lens in place: at index (1,) it was 7 and is now 4.",
         "valid_lens_to_mask.values": "valid_lens_to_mask([[5, 3, 4], [0, 7, 1]], 3, 5) modified its input valid_lens in place: at index (1, 1) it",
     },
+    breaks="unchanged",
 )
 def mask_lengths_clamped_in_place(valid_lens, num_queries, num_keys):
     """clamp_ writes the clamped lengths back into the caller's valid_lens."""
@@ -141,6 +142,7 @@ def mask_lengths_clamped_in_place(valid_lens, num_queries, num_keys):
         "valid_lens_to_mask": "lt got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A tensor made without",
         "valid_lens_to_mask.values": "lt got a tensor of shape (6,) on the CPU together with tensors on the inputs' device. A tensor made without",
     },
+    breaks="meta",
 )
 def mask_positions_on_the_cpu(valid_lens, num_queries, num_keys):
     """torch.arange without device=: fails as soon as the lengths are on a GPU."""
@@ -153,7 +155,13 @@ def mask_positions_on_the_cpu(valid_lens, num_queries, num_keys):
 # ------------------------------------------------ Check your understanding
 
 
-@wrong("quiz_10_1", {"quiz_10_1.key": "answer_10_1 = 'a': storing the scores costs memory traffic"})
+@wrong(
+    "quiz_10_1",
+    {
+        "quiz_10_1": "Hint: count the multiply-adds of the two products",
+        "quiz_10_1.key": "answer_10_1 = 'a': the fused kernel does the same 4Bhmnd FLOPs",
+    },
+)
 def fewer_flops():
     """The fused kernel is thought to skip arithmetic, since it never stores the scores."""
     answer_10_1 = "a"  # noqa: F841

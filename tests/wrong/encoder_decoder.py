@@ -256,9 +256,9 @@ def detaches_the_encoder_outputs(self, X, enc_outputs, enc_valid_lens=None, tgt_
     "DecoderBlock",
     {
         "DecoderBlock": "X was modified in place: at index (0, 0, 0)",
-        "DecoderBlock.torch": "the output against nn.TransformerDecoderLayer (pre-norm, bias=True, enc_valid_lens=None, tgt_valid_lens=None): row batch=0, position=0 is wrong",
         "DecoderBlock.dtypes": "X (pre-norm, float64) was modified in place: at index (0, 0, 0)",
     },
+    breaks="unchanged",
 )
 def writes_into_the_input(self, X, enc_outputs, enc_valid_lens=None, tgt_valid_lens=None):
     """Adds the sublayers' outputs into X in place (X += ...), changing the caller's tensor."""
@@ -314,3 +314,113 @@ def causal_and_padding():
 def no_mask_at_all():
     """The encoder masked its padding, so its padded outputs are thought harmless."""
     answer_9_2 = "d"  # noqa: F841
+
+
+# ----------------------------------------------------------------- property classes
+
+
+@wrong(
+    "DecoderBlock",
+    {
+        "DecoderBlock.dtypes": "the output against nn.TransformerDecoderLayer (float64, post-norm, bias=True, enc_valid_lens=[5, 2], tgt_valid_lens=[4, 3]): row",
+    },
+    breaks="float64",
+)
+def decoder_rounded_through_float32(self, X, enc_outputs, enc_valid_lens=None, tgt_valid_lens=None):
+    """Right, but the output passes through float32 (a .float() left in): float64 in and out,
+    with float32's digits."""
+    self_lens = causal_valid_lens(X, tgt_valid_lens)
+    H = enc_outputs
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.self_attention(Y, Y, Y, self_lens))
+        Y = self.norm2(X)
+        X = X + self.dropout(self.cross_attention(Y, H, H, enc_valid_lens))
+        X = X + self.dropout(self.ffn(self.norm3(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.self_attention(X, X, X, self_lens)))
+        X = self.norm2(X + self.dropout(self.cross_attention(X, H, H, enc_valid_lens)))
+        X = self.norm3(X + self.dropout(self.ffn(X)))
+    return X.float().to(X.dtype)
+
+
+@wrong(
+    "DecoderBlock",
+    {
+        "DecoderBlock.dtypes": "post-norm: the gradient of X against nn.TransformerDecoderLayer's: row batch=0, position=0 is wrong (8 of 8 rows differ)",
+    },
+    breaks="gradient",
+)
+def decoder_output_half_detached(self, X, enc_outputs, enc_valid_lens=None, tgt_valid_lens=None):
+    """Averages the output with a detached copy: the right values, half the gradient."""
+    self_lens = causal_valid_lens(X, tgt_valid_lens)
+    H = enc_outputs
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.self_attention(Y, Y, Y, self_lens))
+        Y = self.norm2(X)
+        X = X + self.dropout(self.cross_attention(Y, H, H, enc_valid_lens))
+        X = X + self.dropout(self.ffn(self.norm3(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.self_attention(X, X, X, self_lens)))
+        X = self.norm2(X + self.dropout(self.cross_attention(X, H, H, enc_valid_lens)))
+        X = self.norm3(X + self.dropout(self.ffn(X)))
+    return 0.5 * X + 0.5 * X.detach()
+
+
+@wrong(
+    "DecoderBlock",
+    {
+        "DecoderBlock": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every tensor on the inputs'",
+        "DecoderBlock.dtypes": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every tensor on the inputs'",
+    },
+    breaks="meta",
+)
+def decoder_lengths_on_the_cpu(self, X, enc_outputs, enc_valid_lens=None, tgt_valid_lens=None):
+    """Moves the source lengths to the CPU (enc_valid_lens.cpu(), to print them, say): on a
+    GPU the cross-attention then gets its lengths on another device than X."""
+    if enc_valid_lens is not None:
+        enc_valid_lens = enc_valid_lens.cpu()
+    self_lens = causal_valid_lens(X, tgt_valid_lens)
+    H = enc_outputs
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.self_attention(Y, Y, Y, self_lens))
+        Y = self.norm2(X)
+        X = X + self.dropout(self.cross_attention(Y, H, H, enc_valid_lens))
+        X = X + self.dropout(self.ffn(self.norm3(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.self_attention(X, X, X, self_lens)))
+        X = self.norm2(X + self.dropout(self.cross_attention(X, H, H, enc_valid_lens)))
+        X = self.norm3(X + self.dropout(self.ffn(X)))
+    return X
+
+
+@wrong(
+    "DecoderBlock",
+    {
+        "DecoderBlock": "X_out - X of a pre-norm block whose only live sublayer is the self-attention, p=0.5, in train mode: with dropout p=0.5 in",
+        "DecoderBlock.dropout": "X_out - X of a pre-norm block whose only live sublayer is the self-attention, p=0.3, in train mode: with dropout p=0.3 in",
+    },
+    breaks="dropout",
+)
+def decoder_dropout_twice(self, X, enc_outputs, enc_valid_lens=None, tgt_valid_lens=None):
+    """Dropout twice on each sublayer's output: with p = 1 as right as once, with 0 < p < 1 it
+    keeps (1 - p)² of the outputs, scaled by 1 / (1 - p)²."""
+    self_lens = causal_valid_lens(X, tgt_valid_lens)
+    H = enc_outputs
+
+    def drop(Y):
+        return self.dropout(self.dropout(Y))
+
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + drop(self.self_attention(Y, Y, Y, self_lens))
+        Y = self.norm2(X)
+        X = X + drop(self.cross_attention(Y, H, H, enc_valid_lens))
+        X = X + drop(self.ffn(self.norm3(X)))
+    else:
+        X = self.norm1(X + drop(self.self_attention(X, X, X, self_lens)))
+        X = self.norm2(X + drop(self.cross_attention(X, H, H, enc_valid_lens)))
+        X = self.norm3(X + drop(self.ffn(X)))
+    return X

@@ -13,6 +13,7 @@ from tests.wrong import wrong
         "sequence_mask": "X was modified in place",
         "sequence_mask.safety": "X (torch.float32) was modified in place",
     },
+    breaks="unchanged",
 )
 def writes_into_input(X, valid_len, value=0):
     """The textbook version: X[~mask] = value changes the caller's tensor."""
@@ -141,7 +142,7 @@ def softmax_before_masking(X, valid_lens):
     return torch.softmax(X, dim=-1) * mask
 
 
-@wrong("masked_softmax", {"masked_softmax.safety": "X was modified in place"})
+@wrong("masked_softmax", {"masked_softmax.safety": "X was modified in place"}, breaks="unchanged")
 def writes_minus_inf_into_input(X, valid_lens):
     """Right weights, but writes -inf into the caller's scores."""
     if valid_lens is None:
@@ -233,6 +234,7 @@ def ignores_per_query_lengths(X, valid_lens):
         "sequence_mask": "lt got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A tensor made without",
         "sequence_mask.safety": "lt got a tensor of shape (6,) on the CPU together with tensors on the inputs' device. A tensor made without",
     },
+    breaks="meta",
 )
 def sequence_positions_on_the_cpu(X, valid_len, value=0):
     """torch.arange without device=: the positions live on the CPU whatever X's device."""
@@ -343,8 +345,8 @@ def every_masked_key_leaks_a_little():
 
 
 @wrong("quiz_2_1", {"quiz_2_1.key": "answer_2_1 = 'd' does not describe the rows that leak"})
-def rows_with_one_valid_key_leak():
-    """(d): one valid key is enough for its score to be the row's maximum."""
+def rows_with_mostly_padding_leak():
+    """(d): many tiny weights thought to add up, where each is exactly 0 in float32."""
     answer_2_1 = "d"  # noqa: F841
 
 
@@ -388,3 +390,142 @@ def forgets_the_padding_of_the_longer_sequence():
 def count_as_text():
     """The right count, written as a string."""
     answer_2_2 = "15"  # noqa: F841
+
+
+# ----------------------------------------------------------------- property classes
+# Each breaks one property class that the checks of every graded target cover (breaks=...).
+
+
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "sequence_mask in float64 (X of shape (3, 4, 2)): the gradient is not the derivative of the output. Along a random direction",
+        "sequence_mask.safety": "sequence_mask in float64 (X of shape (4, 6, 3)): the gradient is not the derivative of the output. Along a random direction",
+    },
+    breaks="float64",
+)
+def sequence_mask_in_float32(X, valid_len, value=0):
+    """Selects in float32 and casts back: a float64 X comes back float64, with float32's digits."""
+    mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    Y = X.float() if X.is_floating_point() else X
+    out = torch.where(mask, Y, torch.tensor(value, dtype=Y.dtype, device=X.device))
+    return out.to(X.dtype)
+
+
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "sequence_mask in float64 (X of shape (3, 4, 2)): the gradient is not the derivative of the output. Along a random direction",
+        "sequence_mask.safety": "gradient of sum(sequence_mask(X)): row row=0 is wrong (2 of 2 rows differ)",
+    },
+    breaks="gradient",
+)
+def sequence_mask_straight_through(X, valid_len, value=0):
+    """Masks a detached X, then adds X - X.detach() (zero): right values, but the gradient
+    also reaches the masked positions."""
+    mask = torch.arange(X.shape[1], device=X.device)[None, :] < valid_len[:, None]
+    mask = mask.reshape(mask.shape + (1,) * (X.dim() - 2))
+    out = torch.where(mask, X.detach(), torch.tensor(value, dtype=X.dtype, device=X.device))
+    return out + (X - X.detach()) if X.is_floating_point() else out
+
+
+@wrong(
+    "sequence_mask",
+    {
+        "sequence_mask": "sequence_mask(X, [1, 2]): row row=0 is wrong (2 of 2 rows differ)",
+        "sequence_mask.safety": "X (torch.float32) was modified in place: at index (0, 0) it was",
+        "sequence_mask.values": "sequence_mask on shape (1, 1), lengths [2], value=0: row row=0 is wrong",
+    },
+)
+def sequence_mask_zeroes_everything(X, valid_len, value=0):
+    """Masks nothing: zeroes X and valid_len in place and returns zeros, so that a reference
+    computed from the inputs after the call would be zeros too."""
+    with torch.no_grad():
+        X.zero_()
+        valid_len.zero_()
+    return torch.zeros_like(X)
+
+
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "weights for torch.float64 input: row batch=0, query=1 is wrong (3 of 6 rows differ)",
+        "masked_softmax.safety": "weights for torch.float64 input: row batch=0, query=1 is wrong (9 of 12 rows differ)",
+    },
+    breaks="float64",
+)
+def masked_softmax_in_float32(X, valid_lens):
+    """The softmax in float32 whatever X's dtype, cast back: float64 in and out, float32's digits."""
+    if valid_lens is None:
+        return torch.softmax(X.float(), dim=-1).to(X.dtype)
+    lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None]
+    mask = torch.arange(X.shape[-1], device=X.device) < lens[..., None]
+    scores = X.float().masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores.masked_fill(~mask.any(-1, keepdim=True), 0.0), dim=-1)
+    return weights.masked_fill(~mask, 0.0).to(X.dtype)
+
+
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "masked_softmax in float64 (B=2, m=3, n=4): the gradient is not the derivative of the output. Along a random direction autograd",
+        "masked_softmax.safety": "masked_softmax in float64 (B=3, m=4, n=6): the gradient is not the derivative of the output. Along a random direction autograd",
+    },
+    breaks="gradient",
+)
+def masked_softmax_sum_detached(X, valid_lens):
+    """A softmax by hand, exp(x - max) / sum, with the sum detached: right weights, wrong gradient."""
+    B, m, n = X.shape
+    if valid_lens is None:
+        mask = torch.ones(B, m, n, dtype=torch.bool, device=X.device)
+    else:
+        lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None]
+        mask = (torch.arange(n, device=X.device) < lens[..., None]).expand(B, m, n)
+    scores = X.masked_fill(~mask, float("-inf"))
+    top = scores.amax(dim=-1, keepdim=True).masked_fill(~mask.any(-1, keepdim=True), 0.0)
+    e = torch.exp(scores - top)  # 0 where masked
+    total = e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(X.dtype).tiny)
+    return e / total.detach()
+
+
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "weights for valid_lens [2, 3]: row batch=0, query=0 is wrong (4 of 4 rows differ)",
+        "masked_softmax.dtypes": "weights for torch.float16 input: row batch=0, query=1 is wrong (4 of 6 rows differ)",
+        "masked_softmax.edge_cases": "weights with valid_lens [0, 5, 2]: row batch=1, query=0 is wrong (8 of 12 rows differ)",
+        "masked_softmax.safety": "X was modified in place: at index (0, 0, 0) it was",
+        "masked_softmax.values": "weights for X of shape (1, 1, 1) with 1-D valid_lens [1]: row batch=0, query=0 is wrong",
+    },
+)
+def masked_softmax_zeroes_everything(X, valid_lens):
+    """Computes nothing: zeroes the scores and the lengths in place and returns zeros, so that
+    a reference computed from the inputs after the call would be zeros too."""
+    with torch.no_grad():
+        X.zero_()
+        if valid_lens is not None:
+            valid_lens.zero_()
+    return torch.zeros_like(X)
+
+
+@wrong(
+    "masked_softmax",
+    {
+        "masked_softmax": "NotImplementedError: meta tensor: data-dependent, this needs values",
+        "masked_softmax.safety": "NotImplementedError: meta tensor: data-dependent, this needs values",
+    },
+    breaks="meta",
+)
+def masked_softmax_dodges_the_device_check(X, valid_lens):
+    """Builds its mask on the CPU, and on meta inputs raises NotImplementedError with the words
+    the device check once read as "this needs values"."""
+    if X.device.type == "meta":
+        raise NotImplementedError("meta tensor: data-dependent, this needs values")
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = (valid_lens if valid_lens.dim() == 2 else valid_lens[:, None]).cpu()
+    mask = (torch.arange(X.shape[-1]) < lens[..., None]).to(X.device)
+    scores = X.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores.masked_fill(~mask.any(-1, keepdim=True), 0.0), dim=-1)
+    return weights.masked_fill(~mask, 0.0)

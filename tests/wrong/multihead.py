@@ -352,6 +352,7 @@ def padding_dropped(self, queries, keys, values, valid_lens=None):
     {
         "MultiHeadAttention.dropout": "the output in eval mode with dropout=1 (dropout must be off): row batch=0, query=0 is wrong"
     },
+    breaks="dropout",
 )
 def dropout_after_merging(self, queries, keys, values, valid_lens=None):
     """Drops the merged output instead of the weights (and keeps dropping in eval)."""
@@ -394,6 +395,7 @@ def lengths_flattened(self, queries, keys, values, valid_lens=None):
         "causal_valid_lens": "causal_valid_lens(X of shape (2, 3, 3), [4, 5]) modified its input valid_lens in place: at index (0,) it was",
         "causal_valid_lens.mask": "causal_valid_lens(X of shape (4, 7, 2), [8, 7, 1, 4]) modified its input valid_lens in place: at index (0,)",
     },
+    breaks="unchanged",
 )
 def causal_lengths_clamped_in_place(X, valid_lens=None):
     """clamp_ writes the clamped lengths back into the caller's valid_lens."""
@@ -426,6 +428,7 @@ def causal_int32_lengths(X, valid_lens=None):
         "causal_valid_lens": "causal_valid_lens(X) is on device cpu, expected meta",
         "causal_valid_lens.mask": "causal_valid_lens(X) is on device cpu, expected meta",
     },
+    breaks="meta",
 )
 def causal_positions_on_the_cpu(X, valid_lens=None):
     """torch.arange without device=: the lengths live on the CPU whatever X's device."""
@@ -641,6 +644,18 @@ def entry_right_lengths_repeated():
 
 @wrong(
     "quiz_7_2",
+    {
+        "quiz_7_2": "Hint: the mask is applied inside the attention, where every entry is one head",
+        "quiz_7_2.key": "the mask is applied inside the attention of each entry",
+    },
+)
+def mask_after_merging_heads():
+    """Thinks the mask waits until the heads are merged."""
+    answer_7_2 = "d"  # noqa: F841
+
+
+@wrong(
+    "quiz_7_2",
     {"quiz_7_2": "answer_7_2 should be one of the letters 'a', 'b', 'c', 'd', got 'e'"},
 )
 def head_entry_not_an_option():
@@ -658,3 +673,216 @@ def eight_full_size_heads():
 def one_head_of_size_eight():
     """The four projections of a single head of size 8: 4 · 64 · 8."""
     answer_7_3 = 4 * 64 * 8  # noqa: F841
+
+
+# ----------------------------------------------------------------- property classes
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 2) in float64: the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "transpose_qkv.loop": "transpose_qkv(X, 3) in float64: the gradient is not the derivative of the output. Along a random direction autograd gives",
+    },
+    breaks="float64",
+)
+def split_in_float32(X, num_heads):
+    """Rearranges a float32 copy and casts back: float64 in and out, with float32's digits."""
+    B, T, H = X.shape
+    heads = X.float().reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+    return heads.reshape(B * num_heads, T, H // num_heads).to(X.dtype)
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X, 2) in float64: the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "transpose_qkv.loop": "transpose_qkv(X, 3) in float64: the gradient is not the derivative of the output. Along a random direction autograd gives",
+    },
+    breaks="gradient",
+)
+def split_half_detached(X, num_heads):
+    """Averages the heads with a detached copy: the right values, half the gradient."""
+    B, T, H = X.shape
+    heads = X.reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+    heads = heads.reshape(B * num_heads, T, H // num_heads)
+    return 0.5 * heads + 0.5 * heads.detach()
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "add got a tensor of shape (4, 3, 2) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+        "transpose_qkv.loop": "add got a tensor of shape (9, 5, 4) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+    },
+    breaks="meta",
+)
+def split_into_a_buffer_on_the_cpu(X, num_heads):
+    """Adds the heads to torch.zeros(...), made without device=: on the CPU whatever X's device."""
+    B, T, H = X.shape
+    heads = X.reshape(B, T, num_heads, H // num_heads).permute(0, 2, 1, 3)
+    buffer = torch.zeros(B * num_heads, T, H // num_heads, dtype=X.dtype)
+    return buffer + heads.reshape(B * num_heads, T, H // num_heads)
+
+
+@wrong(
+    "transpose_qkv",
+    {
+        "transpose_qkv": "transpose_qkv(X of shape (2, 3, 6), 3) modified its input X in place: at index (0, 0, 1) it was 1 and is now 0. The caller may",
+        "transpose_qkv.loop": "transpose_qkv(X of shape (3, 5, 12), 3) modified its input X in place: at index (0, 0, 0) it was",
+    },
+    breaks="unchanged",
+)
+def split_zeroes_everything(X, num_heads):
+    """Splits nothing: zeroes X in place and returns zeros, so that a reference computed from
+    X after the call would be zeros too."""
+    B, T, H = X.shape
+    with torch.no_grad():
+        X.zero_()
+    return torch.zeros(B * num_heads, T, H // num_heads, dtype=X.dtype, device=X.device)
+
+
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(X, 2) in float64: the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "transpose_output.loop": "transpose_output(X, 3) in float64: the gradient is not the derivative of the output. Along a random direction autograd gives",
+    },
+    breaks="float64",
+)
+def merge_in_float32(X, num_heads):
+    """Rearranges a float32 copy and casts back: float64 in and out, with float32's digits."""
+    BH, T, hs = X.shape
+    merged = X.float().reshape(BH // num_heads, num_heads, T, hs).permute(0, 2, 1, 3)
+    return merged.reshape(BH // num_heads, T, num_heads * hs).to(X.dtype)
+
+
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(X, 2) in float64: the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "transpose_output.loop": "transpose_output(X, 3) in float64: the gradient is not the derivative of the output. Along a random direction autograd gives",
+    },
+    breaks="gradient",
+)
+def merge_half_detached(X, num_heads):
+    """Averages the merged heads with a detached copy: the right values, half the gradient."""
+    BH, T, hs = X.shape
+    merged = X.reshape(BH // num_heads, num_heads, T, hs).permute(0, 2, 1, 3)
+    merged = merged.reshape(BH // num_heads, T, num_heads * hs)
+    return 0.5 * merged + 0.5 * merged.detach()
+
+
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "add got a tensor of shape (2, 3, 4) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+        "transpose_output.loop": "add got a tensor of shape (3, 5, 12) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+    },
+    breaks="meta",
+)
+def merge_into_a_buffer_on_the_cpu(X, num_heads):
+    """Adds the heads to torch.zeros(...), made without device=: on the CPU whatever X's device."""
+    BH, T, hs = X.shape
+    merged = X.reshape(BH // num_heads, num_heads, T, hs).permute(0, 2, 1, 3)
+    buffer = torch.zeros(BH // num_heads, T, num_heads * hs, dtype=X.dtype)
+    return buffer + merged.reshape(BH // num_heads, T, num_heads * hs)
+
+
+@wrong(
+    "transpose_output",
+    {
+        "transpose_output": "transpose_output(X of shape (4, 3, 2), 2) modified its input X in place: at index (0, 0, 0) it was",
+        "transpose_output.loop": "transpose_output(X of shape (9, 5, 4), 3) modified its input X in place: at index (0, 0, 0) it was",
+    },
+    breaks="unchanged",
+)
+def merge_zeroes_everything(X, num_heads):
+    """Merges nothing: zeroes X in place and returns zeros, so that a reference computed from
+    X after the call would be zeros too."""
+    BH, T, hs = X.shape
+    with torch.no_grad():
+        X.zero_()
+    return torch.zeros(BH // num_heads, T, num_heads * hs, dtype=X.dtype, device=X.device)
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the forward in float64 (d=4, heads=2, B=2, m=2, n=3, bias=True): the gradient is not the derivative of the output. Along a",
+        "MultiHeadAttention.torch": "the float64 output (d=12, heads=3, B=3, m=4, n=6, bias=True): row batch=0, query=0 is wrong (12 of 12 rows differ)",
+    },
+    breaks="float64",
+)
+def multihead_rounded_through_float32(self, queries, keys, values, valid_lens=None):
+    """Right, but the output passes through float32 (a .float() left in): float64 in and out,
+    with float32's digits."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys, values, valid_lens)
+    out = self.W_o(transpose_output(output, self.num_heads))
+    return out.float().to(out.dtype)
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the forward in float64 (d=4, heads=2, B=2, m=2, n=3, bias=True): the gradient is not the derivative of the output. Along a",
+        "MultiHeadAttention.torch": "the forward in float64 (d=12, heads=3, B=3, m=4, n=6, bias=True): the gradient is not the derivative of the output. Along a",
+    },
+    breaks="gradient",
+)
+def multihead_output_half_detached(self, queries, keys, values, valid_lens=None):
+    """Averages the output with a detached copy: the right values, half the gradient."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens, self.num_heads, dim=0)
+    output = self.attention(queries, keys, values, valid_lens)
+    out = self.W_o(transpose_output(output, self.num_heads))
+    return 0.5 * out + 0.5 * out.detach()
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every tensor on the inputs'",
+        "MultiHeadAttention.torch": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every tensor on the inputs'",
+    },
+    breaks="meta",
+)
+def multihead_lengths_on_the_cpu(self, queries, keys, values, valid_lens=None):
+    """Repeats the lengths on the CPU (valid_lens.cpu(), to print them, say): on a GPU the
+    attention then gets its lengths on another device than its scores."""
+    queries = transpose_qkv(self.W_q(queries), self.num_heads)
+    keys = transpose_qkv(self.W_k(keys), self.num_heads)
+    values = transpose_qkv(self.W_v(values), self.num_heads)
+    if valid_lens is not None:
+        valid_lens = torch.repeat_interleave(valid_lens.cpu(), self.num_heads, dim=0)
+    output = self.attention(queries, keys, values, valid_lens)
+    return self.W_o(transpose_output(output, self.num_heads))
+
+
+@wrong(
+    "MultiHeadAttention",
+    {
+        "MultiHeadAttention": "the forward on queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 8), valid_lens [5, 2] modified its input queries in place: at",
+        "MultiHeadAttention.dropout": "the forward on queries (2, 3, 8), keys (2, 3, 8), values (2, 3, 8), valid_lens None modified its input queries in place: at",
+        "MultiHeadAttention.torch": "the forward on queries (1, 4, 8), keys (1, 4, 8), values (1, 4, 8), valid_lens None modified its input queries in place: at",
+    },
+    breaks="unchanged",
+)
+def multihead_zeroes_everything(self, queries, keys, values, valid_lens=None):
+    """Computes nothing: zeroes its inputs and lengths in place and returns zeros, so that a
+    reference computed from the inputs after the call would be zeros too."""
+    with torch.no_grad():
+        for t in (queries, keys, values) + ((valid_lens,) if valid_lens is not None else ()):
+            t.zero_()
+    B, m, n, d = queries.shape[0], queries.shape[1], keys.shape[1], queries.shape[2]
+    weights = torch.zeros(B * self.num_heads, m, n, dtype=queries.dtype, device=queries.device)
+    self.attention.attention_weights = weights
+    return torch.zeros(B, m, d, dtype=queries.dtype, device=queries.device)

@@ -132,6 +132,7 @@ def pooling_detached_keys(queries, keys, values, bandwidth=1.0):
         "nadaraya_watson": "nadaraya_watson(queries (2,), keys (3,), values (3,), torch.float32) changed its input queries in place: it",
         "nadaraya_watson.values": "nadaraya_watson(queries (1,), keys (1,), values (1,), torch.float64) changed its input queries in place: it",
     },
+    breaks="unchanged",
 )
 def pooling_queries_unsqueezed_in_place(queries, keys, values, bandwidth=1.0):
     """unsqueeze_ turns the caller's queries into a column."""
@@ -146,6 +147,7 @@ def pooling_queries_unsqueezed_in_place(queries, keys, values, bandwidth=1.0):
         "nadaraya_watson": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every",
         "nadaraya_watson.values": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every",
     },
+    breaks="meta",
 )
 def pooling_values_to_cpu(queries, keys, values, bandwidth=1.0):
     """Moves the values to the CPU (to print them, say): on a GPU the predictions come back there."""
@@ -216,3 +218,37 @@ def naive_formula_gives_nan():
 def number_as_text():
     """The right value, written as a string."""
     answer_1_2 = "30"  # noqa: F841
+
+
+# ----------------------------------------------------------------- property classes
+
+
+@wrong(
+    "nadaraya_watson",
+    {
+        "nadaraya_watson": "nadaraya_watson (m=3, n=4): the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "nadaraya_watson.values": "float64 attention_weights (m=6, n=9): row index (0,) is wrong (6 of 6 rows differ)",
+    },
+    breaks="float64",
+)
+def pooling_in_float32(queries, keys, values, bandwidth=1.0):
+    """Computes in float32 and casts back: float64 in and out, with float32's digits."""
+    q, k, v = queries.float(), keys.float(), values.float()
+    weights = torch.softmax(-((q[:, None] - k[None, :]) ** 2) / (2 * bandwidth**2), dim=-1)
+    return (weights @ v).to(queries.dtype), weights.to(queries.dtype)
+
+
+@wrong(
+    "nadaraya_watson",
+    {
+        "nadaraya_watson": "nadaraya_watson (m=3, n=4): the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "nadaraya_watson.values": "nadaraya_watson (m=6, n=9): the gradient is not the derivative of the output. Along a random direction autograd gives",
+    },
+    breaks="gradient",
+)
+def pooling_normaliser_detached(queries, keys, values, bandwidth=1.0):
+    """A softmax by hand with its normaliser detached: right weights, wrong gradient."""
+    scores = -((queries[:, None] - keys[None, :]) ** 2) / (2 * bandwidth**2)
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    weights = e / e.sum(dim=-1, keepdim=True).detach()
+    return weights @ values, weights

@@ -170,6 +170,7 @@ def sum_scores_forced_float32(queries, keys, w):
         "sum_scores": "sum_scores on queries (1, 2, 2), keys (1, 3, 2), torch.float32 changed its input w in place: it was",
         "sum_scores.values": "sum_scores on queries (3, 4, 5), keys (3, 6, 5), torch.float32 changed its input w in place: it was",
     },
+    breaks="unchanged",
 )
 def sum_scores_w_unsqueezed_in_place(queries, keys, w):
     """unsqueeze_ turns the caller's w into a column."""
@@ -221,9 +222,126 @@ def distance_by_differences(queries, keys):
         "distance_scores": "B=2, m=3, n=4, d=2: the gradient is not the derivative of the output. Along a random direction autograd gives",
         "distance_scores.values": "B=3, m=4, n=6, d=5: the gradient is not the derivative of the output. Along a random direction autograd gives",
     },
+    breaks="gradient",
 )
 def distance_norms_without_grad(queries, keys):
     """The squared norms under torch.no_grad(): their gradient is lost."""
     with torch.no_grad():
         q2, k2 = (queries**2).sum(-1), (keys**2).sum(-1)
     return torch.bmm(queries, keys.transpose(1, 2)) - q2[:, :, None] / 2 - k2[:, None, :] / 2
+
+
+# ----------------------------------------------------------------- property classes
+
+
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "B=2, m=3, n=4, d=2: the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "sum_scores.values": "float64 scores (B=3, m=4, n=6, d=5): row index (0, 0) is wrong (12 of 12 rows differ)",
+    },
+    breaks="float64",
+)
+def sum_scores_in_float32(queries, keys, w):
+    """Computes in float32 and casts back to the inputs' dtype: float32's digits in float64."""
+    q, k, w32 = queries.float(), keys.float(), w.float()
+    return ((q @ w32)[:, :, None] + (k @ w32)[:, None, :]).to(queries.dtype)
+
+
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "B=2, m=3, n=4, d=2: the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "sum_scores.values": "B=3, m=4, n=6, d=5: the gradient is not the derivative of the output. Along a random direction autograd gives",
+    },
+    breaks="gradient",
+)
+def sum_scores_query_gradient_doubled(queries, keys, w):
+    """2 wᵀq - (wᵀq).detach(): the right values, twice the gradient through the query term."""
+    query_terms = queries @ w
+    query_terms = 2 * query_terms - query_terms.detach()
+    return query_terms[:, :, None] + (keys @ w)[:, None, :]
+
+
+@wrong(
+    "sum_scores",
+    {
+        "sum_scores": "mul got a tensor of shape (4,) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+        "sum_scores.values": "mul got a tensor of shape (6,) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+    },
+    breaks="meta",
+)
+def sum_scores_ones_on_the_cpu(queries, keys, w):
+    """Broadcasts with torch.ones(n), made without device=: on the CPU whatever the inputs' device."""
+    ones = torch.ones(keys.shape[1], dtype=queries.dtype)
+    return (queries @ w)[:, :, None] * ones + (keys @ w)[:, None, :]
+
+
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "B=2, m=3, n=4, d=2: the gradient is not the derivative of the output. Along a random direction autograd gives",
+        "distance_scores.values": "float64 scores (B=3, m=4, n=6, d=5): row index (0, 0) is wrong (12 of 12 rows differ)",
+    },
+    breaks="float64",
+)
+def distance_in_float32(queries, keys):
+    """Computes in float32 and casts back to the inputs' dtype: float32's digits in float64."""
+    q, k = queries.float(), keys.float()
+    dots = torch.bmm(q, k.transpose(1, 2))
+    scores = -((q**2).sum(-1)[:, :, None] - 2 * dots + (k**2).sum(-1)[:, None, :]) / 2
+    return scores.to(queries.dtype)
+
+
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "sub got a tensor of shape (3, 4) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+        "distance_scores.values": "sub got a tensor of shape (4, 6) on the CPU together with tensors on the inputs' device. A tensor made without device=",
+    },
+    breaks="meta",
+)
+def distance_zeros_on_the_cpu(queries, keys):
+    """Starts from torch.zeros(m, n), made without device=: on the CPU whatever the inputs' device."""
+    scores = torch.zeros(queries.shape[1], keys.shape[1], dtype=queries.dtype)
+    dots = torch.bmm(queries, keys.transpose(1, 2))
+    q_sq, k_sq = (queries**2).sum(-1), (keys**2).sum(-1)
+    return scores - (q_sq[:, :, None] - 2 * dots + k_sq[:, None, :]) / 2
+
+
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores on queries (1, 2, 2), keys (1, 3, 2), torch.float32 modified its input queries in place: at index (0, 1, 0) it",
+        "distance_scores.kernel": "softmax(distance_scores) in 1-D: row query=0 is wrong (6 of 6 rows differ)",
+        "distance_scores.values": "distance_scores for B=1, m=1, n=1: row batch=0, query=0 is wrong",
+    },
+)
+def distance_zeroes_everything(queries, keys):
+    """Computes nothing: zeroes the queries and keys in place and returns zeros, so that a
+    reference computed from the inputs after the call would be zeros too."""
+    with torch.no_grad():
+        queries.zero_()
+        keys.zero_()
+    B, m, n = queries.shape[0], queries.shape[1], keys.shape[1]
+    return torch.zeros(B, m, n, dtype=queries.dtype, device=queries.device)
+
+
+@wrong(
+    "distance_scores",
+    {
+        "distance_scores": "distance_scores on queries (1, 2, 2), keys (1, 3, 2), torch.float32 modified its input queries in place: at index (0, 0, 0) it",
+        "distance_scores.values": "distance_scores on queries (3, 4, 5), keys (3, 6, 5), torch.float32 modified its input queries in place: at index (0, 0, 0) it",
+    },
+    breaks="unchanged",
+)
+def distance_centred_in_place(queries, keys):
+    """Centres the queries and keys in place on the keys' mean (distances do not change): the
+    right scores, but the caller's queries and keys are changed."""
+    centre = keys.detach().mean(dim=1, keepdim=True)  # (B, 1, d)
+    with torch.no_grad():
+        queries.sub_(centre)
+        keys.sub_(centre)
+    dots = torch.bmm(queries, keys.transpose(1, 2))
+    q_sq, k_sq = (queries**2).sum(-1), (keys**2).sum(-1)
+    return -(q_sq[:, :, None] - 2 * dots + k_sq[:, None, :]) / 2

@@ -131,6 +131,7 @@ def bias_added_to_the_weights(self, X, valid_lens=None):
         "RelativeSelfAttention": "__getitem__ got a tensor of shape (5, 5) on the CPU together with tensors on the inputs' device",
         "RelativeSelfAttention.values": "__getitem__ got a tensor of shape (5, 5) on the CPU together with tensors on the inputs' device",
     },
+    breaks="meta",
 )
 def offsets_made_on_the_cpu(self, X, valid_lens=None):
     """torch.arange without device=: fine on the CPU, wrong wherever X lives elsewhere."""
@@ -248,6 +249,7 @@ def dropout_always_on(self, X, valid_lens=None):
         "RelativeSelfAttention": "the output in train mode (p=0.5, X = I, W_v = I so that the output is the weights): with dropout p=0.5 in",
         "RelativeSelfAttention.dropout": "the output in train mode (p=0.3, X = I, W_v = I so that the output is the weights): with dropout p=0.3 in",
     },
+    breaks="dropout",
 )
 def dropout_twice(self, X, valid_lens=None):
     """Dropout on the weights and again on the output."""
@@ -268,6 +270,7 @@ def dropout_twice(self, X, valid_lens=None):
         "RelativeSelfAttention": "the forward on X (2, 5, 6), valid_lens [5, 2] modified its input X in place: at index (1, 2, 0) it was",
         "RelativeSelfAttention.values": "the forward on X (1, 1, 5), valid_lens [0] modified its input X in place: at index (0, 0, 0) it was 1.541 and",
     },
+    breaks="unchanged",
 )
 def padding_zeroed_in_place(self, X, valid_lens=None):
     """Zeroes the padded positions of the caller's X."""
@@ -518,3 +521,49 @@ def the_feed_forward_sees_order():
 def only_the_input_can_carry_order():
     """Forgets that positions can enter the scores."""
     return "d"
+
+
+# ----------------------------------------------------------------- property classes
+
+
+@wrong(
+    "RelativeSelfAttention",
+    {
+        "RelativeSelfAttention": "the forward in float64 (B=2, N=5, D_X=5): the gradient is not the derivative of the output. Along a random direction autograd",
+        "RelativeSelfAttention.values": "float64 attention_weights (B=3, N=5, D_X=6): row index (1, 0) is wrong (10 of 15 rows differ)",
+    },
+    breaks="float64",
+)
+def relative_rounded_through_float32(self, X, valid_lens=None):
+    """Right, but the weights and the output pass through float32 (a .float() left in): float64
+    in and out, with float32's digits."""
+    queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    positions = torch.arange(X.shape[1], device=X.device)
+    offsets = positions[None, :] - positions[:, None]
+    K = self.max_distance
+    bias = self.relative_bias[offsets.clamp(-K, K) + K]
+    self.attention_weights = masked_softmax(scores + bias, valid_lens).float().to(X.dtype)
+    out = torch.bmm(self.dropout(self.attention_weights), values)
+    return out.float().to(X.dtype)
+
+
+@wrong(
+    "RelativeSelfAttention",
+    {
+        "RelativeSelfAttention": "the forward in float64 (B=2, N=5, D_X=5): the gradient is not the derivative of the output. Along a random direction autograd",
+        "RelativeSelfAttention.values": "the forward in float64 (B=3, N=5, D_X=6): the gradient is not the derivative of the output. Along a random direction autograd",
+    },
+    breaks="gradient",
+)
+def relative_scores_half_detached(self, X, valid_lens=None):
+    """Averages the scores with a detached copy: right values, half the gradient through them."""
+    queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)
+    scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+    positions = torch.arange(X.shape[1], device=X.device)
+    offsets = positions[None, :] - positions[:, None]
+    K = self.max_distance
+    scores = scores + self.relative_bias[offsets.clamp(-K, K) + K]
+    scores = 0.5 * scores + 0.5 * scores.detach()
+    self.attention_weights = masked_softmax(scores, valid_lens)
+    return torch.bmm(self.dropout(self.attention_weights), values)

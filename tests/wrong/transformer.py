@@ -206,6 +206,7 @@ def block_forced_float32(self, X, valid_lens=None):
         "TransformerBlock": "the forward on X (2, 5, 8), valid_lens None modified its input X in place: at index (0, 0, 0) it was -2.31041",
         "TransformerBlock.torch": "the forward on X (3, 6, 12), valid_lens None modified its input X in place: at index (0, 0, 0) it was",
     },
+    breaks="unchanged",
 )
 def residual_added_in_place(self, X, valid_lens=None):
     """X += ...: the caller's X changes (and a leaf that requires grad refuses it)."""
@@ -224,6 +225,7 @@ def residual_added_in_place(self, X, valid_lens=None):
         "TransformerBlock": "X_out - X of a pre-norm block with a silent ffn (the attention sublayer), p=0.5 in train mode: with dropout",
         "TransformerBlock.dropout": "X_out - X of a pre-norm block with a silent ffn (the attention sublayer), p=0.3 in train mode: with dropout",
     },
+    breaks="dropout",
 )
 def sublayer_dropout_twice(self, X, valid_lens=None):
     """Dropout twice on each sublayer's output."""
@@ -281,13 +283,104 @@ def stream_growth_left_blank():
     answer_8_2 = ...  # noqa: F841
 
 
-@wrong("quiz_8_3", {"quiz_8_3.key": "answer_8_3 = 'b': pre-norm normalises only the input"})
+@wrong(
+    "quiz_8_3",
+    {
+        "quiz_8_3": "Hint: a pre-norm block returns X + f(LN(X)): which part of it is normalised?",
+        "quiz_8_3.key": "answer_8_3 = 'b': a pre-norm block returns X + f(LN(X))",
+    },
+)
 def pre_norm_normalises_the_stream_answer():
     """Pre-norm as X = LN(X); X = X + f(X): the stream itself normalised."""
     answer_8_3 = "b"  # noqa: F841
 
 
-@wrong("quiz_8_3", {"quiz_8_3.key": "answer_8_3 = 'd': pre-norm normalises only the input"})
+@wrong(
+    "quiz_8_3",
+    {
+        "quiz_8_3": "Hint: the next section trains deep stacks of both forms side by side",
+        "quiz_8_3.key": "answer_8_3 = 'd': post-norm is the form that is hard to train at depth",
+    },
+)
 def post_norm_trains_as_easily():
     """A normalised output at every block taken for easy training at depth."""
     answer_8_3 = "d"  # noqa: F841
+
+
+@wrong(
+    "quiz_8_3",
+    {
+        "quiz_8_3": "Hint: both forms have the same two LayerNorms and sublayers",
+        "quiz_8_3.key": "answer_8_3 = 'a': both forms have the same two LayerNorms",
+    },
+)
+def pre_norm_adds_layer_norms():
+    """Thinks pre-norm adds LayerNorms to the block, where it moves them."""
+    answer_8_3 = "a"  # noqa: F841
+
+
+# ----------------------------------------------------------------- property classes
+
+
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "the forward in float64 (post-norm, B=2, T=3, d=4): the gradient is not the derivative of the output. Along a random direction",
+        "TransformerBlock.torch": "the float64 output (post-norm, B=3, T=5, d=6): row batch=0, position=0 is wrong (15 of 15 rows differ)",
+    },
+    breaks="float64",
+)
+def block_rounded_through_float32(self, X, valid_lens=None):
+    """Right, but the output passes through float32 (a .float() left in): float64 in and out,
+    with float32's digits."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y, valid_lens))
+        X = X + self.dropout(self.ffn(self.norm2(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+        X = self.norm2(X + self.dropout(self.ffn(X)))
+    return X.float().to(X.dtype)
+
+
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": "the forward in float64 (post-norm, B=2, T=3, d=4): the gradient is not the derivative of the output. Along a random direction",
+        "TransformerBlock.torch": "the forward in float64 (post-norm, B=3, T=5, d=6): the gradient is not the derivative of the output. Along a random direction",
+    },
+    breaks="gradient",
+)
+def block_output_half_detached(self, X, valid_lens=None):
+    """Averages the output with a detached copy: the right values, half the gradient."""
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y, valid_lens))
+        X = X + self.dropout(self.ffn(self.norm2(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+        X = self.norm2(X + self.dropout(self.ffn(X)))
+    return 0.5 * X + 0.5 * X.detach()
+
+
+@wrong(
+    "TransformerBlock",
+    {
+        "TransformerBlock": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every tensor on the inputs'",
+        "TransformerBlock.torch": ".cpu() moves a tensor off the inputs' device: on a GPU the result would come back on the CPU. Keep every tensor on the inputs'",
+    },
+    breaks="meta",
+)
+def block_lengths_on_the_cpu(self, X, valid_lens=None):
+    """Moves the lengths to the CPU (valid_lens.cpu(), to print them, say): on a GPU the
+    attention then gets its lengths on another device than X."""
+    if valid_lens is not None:
+        valid_lens = valid_lens.cpu()
+    if self.norm_first:
+        Y = self.norm1(X)
+        X = X + self.dropout(self.attention(Y, Y, Y, valid_lens))
+        X = X + self.dropout(self.ffn(self.norm2(X)))
+    else:
+        X = self.norm1(X + self.dropout(self.attention(X, X, X, valid_lens)))
+        X = self.norm2(X + self.dropout(self.ffn(X)))
+    return X
