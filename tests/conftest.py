@@ -30,48 +30,32 @@ def device(request) -> torch.device:
 
 # ---------------------------------------------------------------- spreading the slow tier
 
-# `make test-slow` runs `pytest -n 2 --dist loadgroup --no-loadscope-reorder`: each group of
-# tests goes whole to one worker, in the order of the items. A test without an `xdist_group`
-# mark gets its file as its group (module fixtures are made once, as with `--dist loadfile`);
-# tests/test_autograde.py marks one group per chapter, so that its batches, the slow tier's
-# largest cost, fill whichever worker is free. Groups run longest first (the order of
-# LONGEST_FIRST, from the slowest durations that `make test-slow` lists on the 2-core machine),
-# then the chapters' batches, largest first, then the rest in file order: a long test started
-# last would leave one core idle while it runs.
+# `make test-slow` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each file goes
+# whole to one worker (its module fixtures are made once), the files in the order of the items
+# the workers collect. They run longest first (LONGEST_FIRST, from the slowest durations that
+# `make test-slow` lists on the 2-core machine), then the rest in file order: a long file
+# started last would leave one core idle while it runs.
+# (Not `--dist loadgroup`: pytest-xdist 3.8 names a group by rewriting `item._nodeid`, which
+# pytest 9.2 no longer reads, so every test became a group of its own and a file's module
+# fixture, a whole grading run, was made on both workers.)
 LONGEST_FIRST = [
+    "tests/test_autograde.py",
     "tests/test_hostile.py",
     "tests/test_gradescope.py",
     "tests/test_launch.py",
+    "tests/test_workbooks.py",
     "tests/test_instructor.py",
     "tests/test_remote.py",
     "tests/test_load.py",
 ]
 
 
-def _group(item) -> str | None:
-    marks = [m for m in item.iter_markers("xdist_group")]
-    if not marks:
-        return None
-    return str(marks[0].args[0] if marks[0].args else marks[0].kwargs.get("name", "default"))
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
 def pytest_collection_modifyitems(config, items):
-    if not getattr(config.option, "loadgroup", False):  # set on xdist workers only
-        return
-    for item in items:
-        if _group(item) is None:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    sizes: dict[str, int] = {}
-    for item in items:
-        sizes[_group(item)] = sizes.get(_group(item), 0) + 1
+    if getattr(config.option, "dist", "no") != "no" or not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # only on xdist's workers, whose collection order the controller follows
 
     def rank(item):
-        name = _group(item)
-        if name in LONGEST_FIRST:
-            return (0, LONGEST_FIRST.index(name), "")
-        if name.startswith("autograde-"):
-            return (1, -sizes[name], name)
-        return (2, 0, "")
+        name = item.nodeid.split("::")[0]
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
-    items.sort(key=rank)  # stable: each group keeps its own order
+    items.sort(key=rank)  # stable: each file keeps its own order

@@ -4,8 +4,8 @@ Each chapter is graded as one batch, as an instructor would grade a class: the r
 notebook, the untouched student notebook, the known-wrong implementations (tests/wrong) and
 the correct but unusual ones (tests/unusual) pasted into the solution regions of the chapter
 notebook, and for the last chapter a submission in nbgrader's ``<student>/<chapter>/``
-layout and one that sends its own ``checks/`` package. The chapters' batches are separate
-test groups (``xdist_group``), so that `make test-slow` can spread them over its workers.
+layout and one that sends its own ``checks/`` package. A batch is graded when the first test
+of its chapter asks for it; a chapter whose grading fails fails its own tests, not the others'.
 
 **Packing.** Each notebook costs a sandboxed kernel, so answers are packed: an exercise is
 graded on its own (its checks use their own helpers, never the notebook's other answers,
@@ -59,14 +59,12 @@ LAYOUT_CHAPTER = CHAPTERS[-1]
 CASCADE_CHAPTER = "multi_head_attention"
 
 
-def group(chapter: str):
-    """The xdist group of a chapter's tests: they read one graded batch, on one worker."""
-    return pytest.mark.xdist_group(f"autograde-{chapter}")
-
-
 def by_chapter(values, chapter_of_value, ids):
-    """``values`` as pytest params, each in the xdist group of its chapter."""
-    return [pytest.param(v, id=ids(v), marks=group(chapter_of_value(v))) for v in values]
+    """``values`` as pytest params in chapter order, so that each chapter's batch is graded
+    when its first test asks for it and read by the tests that follow."""
+    order = {c: i for i, c in enumerate(CHAPTERS)}
+    ordered = sorted(values, key=lambda v: order[chapter_of_value(v)])  # stable
+    return [pytest.param(v, id=ids(v)) for v in ordered]
 
 
 # ---------------------------------------------------------------- reading the chapters
@@ -490,7 +488,6 @@ def test_unusual_answer_keeps_full_marks(graded, answer):
 
 
 @pytest.mark.skipif(CASCADE_CHAPTER not in CHAPTERS, reason="chapter not selected")
-@group(CASCADE_CHAPTER)
 def test_a_wrong_earlier_exercise_costs_nothing_in_a_later_one(graded):
     """With transpose_qkv and transpose_output wrong, does every other exercise of the chapter
     keep full marks, the right MultiHeadAttention (whose checks use their own transposes) and
@@ -546,7 +543,6 @@ def test_release_has_stubs_but_no_solutions_or_hidden_tests(released, chapter):
     assert chapter not in {SOURCES[m] for m in shipped}
 
 
-@group(LAYOUT_CHAPTER)
 def test_grades_an_nbgrader_layout(graded):
     """Does `grade` accept a <student>/<chapter>/<notebook> folder as nbgrader lays it out?"""
     batch = graded(LAYOUT_CHAPTER)
@@ -555,7 +551,6 @@ def test_grades_an_nbgrader_layout(graded):
         assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
 
 
-@group(LAYOUT_CHAPTER)
 def test_a_student_copy_of_checks_never_reaches_the_grader(graded):
     """If a submission folder holds a checks/ package that always raises, are full marks kept,
     and is the student's folder left exactly as it was sent?"""
