@@ -174,9 +174,10 @@ nbval: install  ## nbval: the chapter notebooks run and reproduce their committe
 launch-test: install  ## where chapters run: downloads and releases in a bare venv, the package, workflows
 	$(BIN)/pytest tests/test_launch.py
 
-# The slow tests grade with nbgrader end to end; one file per process, on the two cores.
+# The slow tests grade with nbgrader end to end; one file per process, on the two cores, the
+# longest files first (tests/conftest.py); the course is released once for all (tests/_shared.py).
 test-slow: install system
-	$(BIN)/pytest -m "slow and not book" -n 2 --dist loadfile
+	$(BIN)/pytest -m "slow and not book" -n 2 --dist loadfile --no-loadscope-reorder
 
 # Each chapter runs once: nbval proves its committed outputs, and both editions of the book
 # are built from those outputs (execute_notebooks is off in _config.yml).

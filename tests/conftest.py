@@ -6,6 +6,7 @@ import torch
 os.environ.setdefault("MPLBACKEND", "agg")
 
 from checks import available_devices  # noqa: E402
+from tests._shared import released, released_copy  # noqa: E402, F401  (the slow tier's shared release)
 from tests.skips import SkipAudit, in_ci  # noqa: E402
 
 
@@ -25,3 +26,36 @@ def device_params():
 @pytest.fixture(params=device_params())
 def device(request) -> torch.device:
     return request.param
+
+
+# ---------------------------------------------------------------- spreading the slow tier
+
+# `make test-slow` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each file goes
+# whole to one worker (its module fixtures are made once), the files in the order of the items
+# the workers collect. They run longest first (LONGEST_FIRST, from the slowest durations that
+# `make test-slow` lists on the 2-core machine), then the rest in file order: a long file
+# started last would leave one core idle while it runs.
+# (Not `--dist loadgroup`: pytest-xdist 3.8 names a group by rewriting `item._nodeid`, which
+# pytest 9.2 no longer reads, so every test became a group of its own and a file's module
+# fixture, a whole grading run, was made on both workers.)
+LONGEST_FIRST = [
+    "tests/test_autograde.py",
+    "tests/test_hostile.py",
+    "tests/test_gradescope.py",
+    "tests/test_launch.py",
+    "tests/test_workbooks.py",
+    "tests/test_instructor.py",
+    "tests/test_remote.py",
+    "tests/test_load.py",
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    if getattr(config.option, "dist", "no") != "no" or not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # only on xdist's workers, whose collection order the controller follows
+
+    def rank(item):
+        name = item.nodeid.split("::")[0]
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file keeps its own order

@@ -1,284 +1,532 @@
-"""End to end with nbgrader: release every chapter, then grade reference, blank and wrong answers.
+"""End to end with nbgrader: every chapter released, then reference, blank and packed answers graded.
 
-One folder of submissions is graded in a single run, as an instructor would: the
-reference notebooks, the untouched student notebooks, the known-wrong implementations
-(tests/wrong) and the correct but unusual ones (tests/unusual) injected in place of the
-reference, a submission in nbgrader's
-``<student>/<chapter>/`` layout, and one that sends its own ``checks/`` package.
+Each chapter is graded as one batch, as an instructor would grade a class: the reference
+notebook, the untouched student notebook, the known-wrong implementations (tests/wrong) and
+the correct but unusual ones (tests/unusual) pasted into the solution regions of the chapter
+notebook, and for the last chapter a submission in nbgrader's ``<student>/<chapter>/``
+layout and one that sends its own ``checks/`` package. A batch is graded when the first test
+of its chapter asks for it; a chapter whose grading fails fails its own tests, not the others'.
 
-Each notebook costs a kernel, so the wrong answers are packed: a notebook carries at
-most one wrong answer per exercise, and never two for exercises where one uses the
-other (``MultiHeadAttention`` calls ``transpose_qkv``), so that a lost point can only
-come from the wrong answer that the test names. Code cells after the chapter's last
-test cell cannot change a score and are emptied.
+**Packing.** Each notebook costs a sandboxed kernel, so answers are packed: an exercise is
+graded on its own (its checks use their own helpers, never the notebook's other answers,
+and a question's test cell reads only its answer), so the *k*-th packed notebook of a chapter
+holds the *k*-th answer of every exercise of the chapter at once (wrong answers first, then
+unusual ones), and exercises with fewer answers keep the reference. A chapter costs
+``max(answers per exercise) + 2`` notebooks, whatever the number of exercises. A packed
+notebook must score cell by cell what its answers declare, together:
+
+- every cell that a wrong answer declares loses points, and its output holds the fragment of
+  the message that the wrong answer declares for it;
+- every cell of an exercise that holds the reference or an unusual answer keeps full marks;
+- the other cells of an exercise that holds a wrong answer may lose points or not: a wrong
+  answer declares the groups it must fail, not every group it fails.
+
+A mismatch names the cell, the exercise it grades and the answer that exercise holds in that
+notebook (``tests/wrong/<module>.py::<name>``). An answer that disturbs other exercises (one
+that kills the kernel when it is defined, or rebinds a name that other cells use) shows up
+there; if that is what it is meant to do, declare it with ``alone=True`` (``@wrong(...,
+alone=True)``, ``@unusual(..., alone=True)``): it is then graded in a notebook of its own,
+every other exercise keeping the reference.
+
+Code cells after the chapter's last test cell cannot change a score and are emptied.
 """
 
-import ast
+from __future__ import annotations
+
+import csv
 import functools
 import json
 import os
 import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import nbformat
 import pytest
-from nbgrader.api import Gradebook
+from nbgrader.api import Gradebook, MissingEntry
 
 from autograder import notebooks as nbs
-from autograder.course import COURSE_ID, Course
+from autograder.course import COURSE_ID
+from autograder.preprocessors import parse_test_cell
 from tests import unusual, wrong
+from tests.wrong import Wrong, exercise_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 # A quick local subset: AUTOGRADE_CHAPTERS=efficient_attention,masking grades only those chapters.
 ONLY = [c for c in os.environ.get("AUTOGRADE_CHAPTERS", "").split(",") if c]
 CHAPTERS = [c for c in nbs.chapter_names() if not ONLY or c in ONLY]
 LAYOUT_CHAPTER = CHAPTERS[-1]
+CASCADE_CHAPTER = "multi_head_attention"
 
 
-def graded_cells(chapter):
-    return [
+def by_chapter(values, chapter_of_value, ids):
+    """``values`` as pytest params in chapter order, so that each chapter's batch is graded
+    when its first test asks for it and read by the tests that follow."""
+    order = {c: i for i, c in enumerate(CHAPTERS)}
+    ordered = sorted(values, key=lambda v: order[chapter_of_value(v)])  # stable
+    return [pytest.param(v, id=ids(v)) for v in ordered]
+
+
+# ---------------------------------------------------------------- reading the chapters
+
+
+@functools.cache
+def chapter_notebook(chapter: str) -> nbformat.NotebookNode:
+    return nbs.read(nbs.notebook_path(chapter))
+
+
+@functools.cache
+def graded_cells(chapter: str) -> tuple[str, ...]:
+    """grade_ids of the chapter's autograded test cells, in order."""
+    return tuple(
         nbs.nbgrader_meta(c)["grade_id"]
-        for c in nbs.read(nbs.notebook_path(chapter)).cells
-        if nbs.is_test(c)
-    ]
+        for c in chapter_notebook(chapter).cells
+        if nbs.is_test(c) and c.cell_type == "code"
+    )
+
+
+@functools.cache
+def exercises_of_cells(chapter: str) -> dict[str, frozenset[str]]:
+    """grade_id of each test cell -> the exercises whose check groups it runs."""
+    return {
+        nbs.nbgrader_meta(c)["grade_id"]: frozenset(
+            exercise_of(call.group) for call in parse_test_cell(c.source)
+        )
+        for c in chapter_notebook(chapter).cells
+        if nbs.is_test(c) and c.cell_type == "code"
+    }
+
+
+def cells_of(chapter: str, exercise: str) -> list[str]:
+    """The test cells that grade ``exercise``."""
+    return [g for g, exs in exercises_of_cells(chapter).items() if exercise in exs]
+
+
+@functools.cache
+def exercise_chapters() -> dict[str, str]:
+    """Every exercise (the grade_id of an answer cell) -> its chapter, reading each notebook once."""
+    return {
+        nbs.nbgrader_meta(c)["grade_id"]: chapter
+        for chapter in nbs.chapter_names()
+        for c in chapter_notebook(chapter).cells
+        if nbs.is_solution(c) and c.cell_type == "code"
+    }
 
 
 @functools.cache  # called for every wrong and unusual answer, at collection
 def chapter_of(target: str) -> str:
-    for chapter in nbs.chapter_names():
-        if any(
-            nbs.nbgrader_meta(c).get("grade_id") == target
-            for c in nbs.read(nbs.notebook_path(chapter)).cells
-        ):
-            return chapter
-    raise LookupError(target)
+    try:
+        return exercise_chapters()[target]
+    except KeyError:
+        raise LookupError(f"no answer cell {target!r} in any chapter") from None
 
 
 WRONG = [w for w in wrong.load() if chapter_of(w.target) in CHAPTERS]
 UNUSUAL = [u for u in unusual.load() if chapter_of(u.target) in CHAPTERS]
 
 
-def _names(source: str) -> set[str]:
-    return {n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+def kind(answer: Wrong) -> str:
+    return "wrong" if answer.failures else "unusual"
 
 
-def related_exercises(chapter: str) -> dict[str, set[str]]:
-    """exercise -> the exercises of the chapter it uses or that use it (answers and wrong answers)."""
-    cells = {
-        nbs.nbgrader_meta(c)["grade_id"]: nbs.without_markers(c.source)
-        for c in nbs.read(nbs.notebook_path(chapter)).cells
-        if c.cell_type == "code" and nbs.is_solution(c)
-    }
-    defines = {
-        ex: {
-            node.name
-            for node in ast.parse(src).body
-            if isinstance(node, ast.FunctionDef | ast.ClassDef)
-        }
-        for ex, src in cells.items()
-    }
-    uses = {ex: _names(src) for ex, src in cells.items()}
-    for w in WRONG:
-        if w.target in uses:
-            uses[w.target] |= _names("\n".join(w.body()))
-    related = {ex: set() for ex in cells}
-    for a in cells:
-        for b in cells:
-            if a != b and uses[a] & defines[b]:
-                related[a].add(b)
-                related[b].add(a)
-    return related
+def where(answer: Wrong) -> str:
+    """Where a maintainer finds the answer: ``tests/wrong/masking.py::writes_into_input``."""
+    return f"tests/{kind(answer)}/{answer.fn.__module__.rsplit('.', 1)[-1]}.py::{answer.name}"
 
 
-def packed() -> dict[str, tuple[str, list]]:
-    """student id -> (chapter, wrong answers) for the wrong-answer notebooks."""
-    notebooks: dict[str, tuple[str, list]] = {}
-    related = {ch: related_exercises(ch) for ch in CHAPTERS}
-    for w in WRONG:
-        chapter = chapter_of(w.target)
-        k = 0
-        while True:
-            student = f"wrong_{chapter}_{k}"
-            _, placed = notebooks.setdefault(student, (chapter, []))
-            taken = {p.target for p in placed}
-            if w.target not in taken and not taken & related[chapter][w.target]:
-                placed.append(w)
-                break
-            k += 1
-    return notebooks
+# ---------------------------------------------------------------- packing
 
 
-PACKED = packed()
-STUDENT_OF = {(w.target, w.name): s for s, (_, ws) in PACKED.items() for w in ws}
+@dataclass(frozen=True)
+class Packed:
+    """One graded notebook: the chapter with ``answers`` pasted in place of the reference."""
+
+    student: str
+    chapter: str
+    answers: tuple[Wrong, ...]  # at most one per exercise
+
+    def holding(self, exercise: str) -> Wrong | None:
+        """The answer this notebook holds for ``exercise`` (None: the reference)."""
+        return next((a for a in self.answers if a.target == exercise), None)
+
+    def expected(self) -> dict[str, tuple[str, list[Wrong]]]:
+        """grade_id -> (``"loses"``, ``"full"`` or ``"either"``, the answers it is down to)."""
+        out = {}
+        for grade_id, exercises in exercises_of_cells(self.chapter).items():
+            held = [a for a in map(self.holding, sorted(exercises)) if a is not None]
+            wrongs = [a for a in held if a.failures]
+            if any(grade_id in a.cells for a in wrongs):
+                out[grade_id] = ("loses", [a for a in wrongs if grade_id in a.cells])
+            elif wrongs:  # a wrong answer's own cell that it does not declare
+                out[grade_id] = ("either", wrongs)
+            else:
+                out[grade_id] = ("full", held)
+        return out
 
 
-def packed_unusual() -> dict[str, tuple[str, list]]:
-    """student id -> (chapter, unusual answers): one answer per exercise and notebook.
+def pack(answers: list[Wrong]) -> list[Packed]:
+    """One notebook per slot of each chapter: the k-th answer of each exercise in the k-th.
 
-    All are correct, so exercises that use one another may share a notebook.
+    ``answers`` in order (wrong answers first, then unusual ones); an answer declared
+    ``alone`` gets a notebook of its own.
     """
-    notebooks: dict[str, tuple[str, list]] = {}
-    for u in UNUSUAL:
-        chapter, k = chapter_of(u.target), 0
-        while u.target in {
-            p.target for p in notebooks.setdefault(f"unusual_{chapter}_{k}", (chapter, []))[1]
-        }:
-            k += 1
-        notebooks[f"unusual_{chapter}_{k}"][1].append(u)
-    return notebooks
+    slots: dict[str, list[list[Wrong]]] = {}
+    alone: list[Packed] = []
+    for answer in answers:
+        chapter = chapter_of(answer.target)
+        if answer.alone:
+            n = sum(p.chapter == chapter for p in alone)
+            alone.append(Packed(f"alone_{chapter}_{n}", chapter, (answer,)))
+            continue
+        chapter_slots = slots.setdefault(chapter, [])
+        free = (s for s in chapter_slots if all(a.target != answer.target for a in s))
+        slot = next(free, None)
+        if slot is None:
+            chapter_slots.append(slot := [])
+        slot.append(answer)
+    packed = [
+        Packed(f"packed_{chapter}_{k}", chapter, tuple(slot))
+        for chapter, chapter_slots in slots.items()
+        for k, slot in enumerate(chapter_slots)
+    ]
+    return packed + alone
 
 
-PACKED_UNUSUAL = packed_unusual()
-UNUSUAL_STUDENT_OF = {(u.target, u.name): s for s, (_, us) in PACKED_UNUSUAL.items() for u in us}
+PACKED = pack(WRONG + UNUSUAL)
+NOTEBOOK_OF = {(a.target, a.name, kind(a)): p for p in PACKED for a in p.answers}
 
 
-def with_wrong_answers(chapter, wrongs):
-    """The chapter notebook with these exercises' references replaced by wrong answers."""
+def notebook_of(answer: Wrong) -> Packed:
+    return NOTEBOOK_OF[(answer.target, answer.name, kind(answer))]
+
+
+def with_answers(chapter: str, answers) -> nbformat.NotebookNode:
+    """The chapter notebook with these exercises' references replaced by ``answers``."""
     nb = nbs.read(nbs.notebook_path(chapter))
-    by_target = {w.target: w for w in wrongs}
+    by_target = {a.target: a for a in answers}
     for cell in nb.cells:
-        wrong = by_target.get(nbs.nbgrader_meta(cell).get("grade_id"))
-        if wrong is not None:
-            cell.source = wrong.inject(cell.source)
+        answer = by_target.get(nbs.nbgrader_meta(cell).get("grade_id"))
+        if answer is not None:
+            cell.source = answer.inject(cell.source)
     last_test = max(i for i, c in enumerate(nb.cells) if nbs.is_test(c) and c.cell_type == "code")
     for later in nb.cells[last_test + 1 :]:
         if later.cell_type == "code" and not nbs.nbgrader_meta(later):
-            later.source = "# emptied for the wrong-answer test: no test cell follows"
+            later.source = "# emptied for the end-to-end test: no test cell follows"
     return nb
 
 
-CASCADE_CHAPTER = "multi_head_attention"
-
-
-def cascade_notebook():
-    """The multi-head chapter with a transpose_qkv that raises (view after permute) and a
-    transpose_output that returns the wrong shape, but the reference MultiHeadAttention."""
-    split = next(w for w in wrong.load() if w.name == "view_after_permute")
-    merge = next(w for w in wrong.load() if w.name == "merge_keeps_heads")
-    return with_wrong_answers(CASCADE_CHAPTER, [split, merge])
+def cascade_answers() -> list[Wrong]:
+    """A transpose_qkv that raises (view after permute) and a transpose_output that returns the
+    wrong shape; the notebook keeps the reference MultiHeadAttention."""
+    names = {"transpose_qkv": "view_after_permute", "transpose_output": "merge_keeps_heads"}
+    return [w for w in wrong.load() if names.get(w.target) == w.name]
 
 
 def student_checks_that_always_fail() -> str:
     return "raise RuntimeError('a student copy of checks/ was imported')\n"
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("course")
-    course = Course(tmp / "course")
-    course.release()
+# ---------------------------------------------------------------- grading, one batch per chapter
+
+
+@dataclass
+class Batch:
+    """A chapter's graded batch, read once: scores, test cells' outputs, problems."""
+
+    chapter: str
+    course: object
+    subs: Path
+    csv: Path
+    students: list[str]
+    scores: dict[tuple[str, str], tuple[float, float]] = field(default_factory=dict)
+    outputs: dict[tuple[str, str], str] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+
+    def score(self, student: str, grade_id: str) -> tuple[float, float]:
+        try:
+            return self.scores[student, grade_id]
+        except KeyError:
+            problem = self.problems.get(student, "no problem reported either")
+            raise AssertionError(f"{student} has no grade for {grade_id}: {problem}") from None
+
+
+def _text(outputs) -> str:
+    parts = []
+    for out in outputs:
+        if out.output_type == "stream":
+            parts.append(out.text)
+        elif out.output_type == "error":
+            parts.append(f"{out.ename}: {out.evalue}")
+        else:
+            parts.append(str(out.get("data", {}).get("text/plain", "")))
+    return "\n".join(parts)
+
+
+def grade_chapter(chapter: str, tmp: Path, released_copy) -> Batch:
+    course = released_copy(tmp / "course", CHAPTERS)  # released once per test run, then copied
     subs = tmp / "submissions"
     subs.mkdir()
+    students = [f"reference_{chapter}", f"blank_{chapter}"]
+    shutil.copy(nbs.notebook_path(chapter), subs / f"reference_{chapter}.ipynb")
+    shutil.copy(
+        course.root / "release" / chapter / f"{chapter}.ipynb", subs / f"blank_{chapter}.ipynb"
+    )
+    for packed in (p for p in PACKED if p.chapter == chapter):
+        nbformat.write(with_answers(chapter, packed.answers), subs / f"{packed.student}.ipynb")
+        students.append(packed.student)
+    if chapter == CASCADE_CHAPTER:
+        nbformat.write(with_answers(chapter, cascade_answers()), subs / f"cascade_{chapter}.ipynb")
+        students.append(f"cascade_{chapter}")
+    if chapter == LAYOUT_CHAPTER:
+        layout = subs / "layout_student" / chapter
+        layout.mkdir(parents=True)
+        shutil.copy(nbs.notebook_path(chapter), layout / "whatever-the-lms-called-it.ipynb")
+        cheater = subs / "cheater" / chapter
+        (cheater / "checks").mkdir(parents=True)
+        (cheater / "checks" / "__init__.py").write_text(student_checks_that_always_fail())
+        shutil.copy(nbs.notebook_path(chapter), cheater / f"{chapter}.ipynb")
+        students += ["layout_student", "cheater"]
+    out = tmp / "grades.csv"
+    assert course.grade(subs, None, out) == 0
+    batch = Batch(chapter, course, subs, out, students)
+    with open(out.with_name("problems.csv"), newline="") as f:
+        batch.problems = {row["student_id"]: row["problem"] for row in csv.DictReader(f)}
+    with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
+        for student in students:
+            try:
+                submission = gb.find_submission(chapter, student)
+            except MissingEntry:
+                continue
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    batch.scores[student, grade.name] = (grade.score, grade.max_score)
+    for student in students:
+        path = course.root / "autograded" / student / chapter / f"{chapter}.ipynb"
+        if path.exists():
+            for cell in nbs.read(path).cells:
+                grade_id = nbs.nbgrader_meta(cell).get("grade_id")
+                if grade_id in exercises_of_cells(chapter):
+                    batch.outputs[student, grade_id] = _text(cell.get("outputs", []))
+    return batch
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, released_copy):
+    """``graded(chapter)``: the chapter's batch, graded the first time a test asks for it."""
+    batches: dict[str, Batch | Exception] = {}
+
+    def get(chapter: str) -> Batch:
+        if chapter not in batches:
+            try:
+                batches[chapter] = grade_chapter(
+                    chapter, tmp_path_factory.mktemp(f"autograde-{chapter}"), released_copy
+                )
+            except Exception as err:  # every test of the chapter reports it, none grades again
+                batches[chapter] = err
+                raise
+        result = batches[chapter]
+        if isinstance(result, Exception):
+            raise AssertionError(f"grading {chapter} failed: {result}") from result
+        return result
+
+    return get
+
+
+# ---------------------------------------------------------------- the packing itself (no grading)
+
+
+def test_packing_holds_every_answer_once_and_one_per_exercise():
+    """Is every wrong and unusual answer in exactly one notebook, with at most one answer per
+    exercise in a notebook, every declared cell a cell of its exercise, and as few notebooks
+    per chapter as its busiest exercise has answers?"""
+    placed = [(a.target, a.name, kind(a)) for p in PACKED for a in p.answers]
+    assert sorted(placed) == sorted((a.target, a.name, kind(a)) for a in WRONG + UNUSUAL)
+    assert len(placed) == len(set(placed))
+    for p in PACKED:
+        targets = [a.target for a in p.answers]
+        assert len(targets) == len(set(targets)), p.student
+        assert all(chapter_of(t) == p.chapter for t in targets), p.student
+        assert all(not a.alone for a in p.answers) or len(p.answers) == 1, p.student
+    for w in WRONG:
+        for grade_id in w.cells:
+            assert w.target in exercises_of_cells(chapter_of(w.target)).get(grade_id, ()), (
+                f"{where(w)} declares {grade_id}, which is no test cell of {w.target}"
+            )
     for chapter in CHAPTERS:
-        shutil.copy(nbs.notebook_path(chapter), subs / f"reference_{chapter}.ipynb")
-        shutil.copy(
-            course.root / "release" / chapter / f"{chapter}.ipynb", subs / f"blank_{chapter}.ipynb"
-        )
-    for student, (chapter, answers) in (PACKED | PACKED_UNUSUAL).items():
-        nbformat.write(with_wrong_answers(chapter, answers), subs / f"{student}.ipynb")
+        counts: dict[str, int] = {}
+        for a in WRONG + UNUSUAL:
+            if chapter_of(a.target) == chapter and not a.alone:
+                counts[a.target] = counts.get(a.target, 0) + 1
+        packed = [p for p in PACKED if p.chapter == chapter and p.student.startswith("packed_")]
+        assert len(packed) == max(counts.values(), default=0), chapter
     if CASCADE_CHAPTER in CHAPTERS:
-        nbformat.write(cascade_notebook(), subs / f"cascade_{CASCADE_CHAPTER}.ipynb")
-    layout = subs / "layout_student" / LAYOUT_CHAPTER
-    layout.mkdir(parents=True)
-    shutil.copy(nbs.notebook_path(LAYOUT_CHAPTER), layout / "whatever-the-lms-called-it.ipynb")
-    cheater = subs / "cheater" / LAYOUT_CHAPTER
-    (cheater / "checks").mkdir(parents=True)
-    (cheater / "checks" / "__init__.py").write_text(student_checks_that_always_fail())
-    shutil.copy(nbs.notebook_path(LAYOUT_CHAPTER), cheater / f"{LAYOUT_CHAPTER}.ipynb")
-    assert course.grade(subs, None, tmp / "grades.csv") == 0
-    course.csv = tmp / "grades.csv"
-    course.subs = subs
-    return course
+        assert len(cascade_answers()) == 2
 
 
-def score(course, student, chapter, grade_id):
-    with Gradebook(f"sqlite:///{course.root / 'gradebook.db'}", course_id=COURSE_ID) as gb:
-        grade = gb.find_grade(grade_id, chapter, chapter, student)
-        return grade.score, grade.max_score
+@pytest.mark.skipif("masking" not in CHAPTERS, reason="chapter not selected")
+def test_a_packed_notebook_expects_the_union_of_its_declarations():
+    """With a wrong sequence_mask and an unusual masked_softmax in one notebook, are exactly the
+    wrong answer's declared cells expected to lose, its other cells left open, and every cell
+    of masked_softmax and of the questions expected to keep full marks?"""
+    bad = next(w for w in WRONG if w.target == "sequence_mask" and w.name == "writes_into_input")
+    good = next(u for u in UNUSUAL if u.target == "masked_softmax")
+    expected = Packed("example", "masking", (bad, good)).expected()
+    assert set(expected) == set(graded_cells("masking"))
+    verdicts = {g: v for g, (v, _) in expected.items()}
+    assert {g for g, v in verdicts.items() if v == "loses"} == set(bad.cells)
+    assert {g for g, v in verdicts.items() if v == "either"} == (
+        set(cells_of("masking", "sequence_mask")) - set(bad.cells)
+    )
+    assert expected["hidden_masked_softmax_values"] == ("full", [good])
+    assert expected["test_quiz_2_1"] == ("full", [])
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_reference_earns_full_marks_on_every_autograded_cell(course, chapter):
+# ---------------------------------------------------------------- reference and blank
+
+
+@pytest.mark.parametrize("chapter", by_chapter(CHAPTERS, str, str))
+def test_reference_earns_full_marks_on_every_autograded_cell(graded, chapter):
     """Does the reference solution score full marks on every test cell, hidden ones included?"""
+    batch = graded(chapter)
+    assert graded_cells(chapter)
     for grade_id in graded_cells(chapter):
-        got, top = score(course, f"reference_{chapter}", chapter, grade_id)
+        got, top = batch.score(f"reference_{chapter}", grade_id)
         assert top > 0 and got == top, f"{chapter}/{grade_id}: {got} of {top}"
+    assert f"reference_{chapter}" not in batch.problems
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_untouched_release_scores_zero(course, chapter):
+@pytest.mark.parametrize("chapter", by_chapter(CHAPTERS, str, str))
+def test_untouched_release_scores_zero(graded, chapter):
     """Does an untouched student notebook score zero without crashing the grader?"""
+    batch = graded(chapter)
     for grade_id in graded_cells(chapter):
-        got, top = score(course, f"blank_{chapter}", chapter, grade_id)
+        got, top = batch.score(f"blank_{chapter}", grade_id)
         assert got == 0 and top > 0, f"{chapter}/{grade_id}: {got} of {top}"
 
 
-def test_packing_never_puts_related_exercises_together():
-    """Does each wrong-answer notebook hold one answer per exercise, none using another?"""
-    for student, (chapter, wrongs) in PACKED.items():
-        targets = [w.target for w in wrongs]
-        assert len(targets) == len(set(targets)), student
-        related = related_exercises(chapter)
-        for t in targets:
-            assert not related[t] & set(targets), (student, t, related[t])
-    if "multi_head_attention" in CHAPTERS:
-        assert related_exercises("multi_head_attention")["MultiHeadAttention"] >= {"transpose_qkv"}
-    assert len(STUDENT_OF) == len(WRONG)
+# ---------------------------------------------------------------- packed answers
 
 
-@pytest.mark.parametrize("wrong", WRONG, ids=lambda w: f"{w.target}-{w.name}")
-def test_wrong_answer_loses_points_on_its_cells(course, wrong):
-    """Does each known-wrong implementation lose points on every test cell that targets it?"""
-    student = STUDENT_OF[(wrong.target, wrong.name)]
-    chapter = PACKED[student][0]
-    for grade_id in wrong.cells:
-        got, top = score(course, student, chapter, grade_id)
-        assert got < top, f"{wrong.name} ({student}) kept {got} of {top} on {grade_id}"
+def mismatches(batch: Batch, packed: Packed) -> list[str]:
+    """Every cell of ``packed`` whose score is not what its answers declare, and why."""
+    out = []
+    for grade_id, (verdict, answers) in packed.expected().items():
+        got, top = batch.score(packed.student, grade_id)
+        ok = top > 0 and (
+            got < top if verdict == "loses" else got == top if verdict == "full" else True
+        )
+        if not ok:
+            holders = {a.target: a for a in answers}
+            holds = ", ".join(
+                f"{ex} holds {where(holders[ex]) if ex in holders else 'the reference'}"
+                for ex in sorted(exercises_of_cells(packed.chapter)[grade_id])
+            )
+            want = {"loses": "less than full marks", "full": "full marks"}[verdict]
+            out.append(f"{grade_id}: {got} of {top}, expected {want} ({holds})")
+    return out
 
 
-@pytest.mark.parametrize("answer", UNUSUAL, ids=lambda u: f"{u.target}-{u.name}")
-def test_unusual_answer_keeps_full_marks(course, answer):
+@pytest.mark.parametrize("packed", by_chapter(PACKED, lambda p: p.chapter, lambda p: p.student))
+def test_packed_notebook_scores_what_its_answers_declare(graded, packed):
+    """Does each packed notebook lose points on every cell its wrong answers declare, and only
+    there and on their own exercises' cells: full marks on every exercise that holds the
+    reference or an unusual answer, and no problem reported?"""
+    batch = graded(packed.chapter)
+    bad = mismatches(batch, packed)
+    answers = "\n  ".join(f"{a.target}: {where(a)}" for a in packed.answers)
+    problem = batch.problems.get(packed.student)
+    assert not bad and problem is None, (
+        f"{packed.student} ({packed.chapter}) scored other than its answers declare:\n  "
+        + "\n  ".join(bad)
+        + (f"\nproblem reported: {problem}" if problem else "")
+        + f"\nits answers:\n  {answers}\n(an answer meant to disturb other exercises "
+        "may declare alone=True)"
+    )
+
+
+@pytest.mark.parametrize(
+    "answer", by_chapter(WRONG, lambda w: chapter_of(w.target), lambda w: f"{w.target}-{w.name}")
+)
+def test_wrong_answer_loses_points_on_its_cells(graded, answer):
+    """Does each known-wrong implementation lose points on every test cell it declares, for the
+    reason it declares (its message fragment is in the cell's output), in a notebook that
+    graded without a problem?"""
+    packed = notebook_of(answer)
+    batch = graded(packed.chapter)
+    assert batch.problems.get(packed.student) is None, (
+        f"{where(answer)} ({packed.student}): {batch.problems[packed.student]}"
+    )
+    assert answer.failures
+    for group, fragment in answer.failures:
+        grade_id = wrong.cell_for(group)
+        got, top = batch.score(packed.student, grade_id)
+        assert top > 0 and got < top, (
+            f"{where(answer)} ({packed.student}) kept {got} of {top} on {grade_id}"
+        )
+        output = batch.outputs.get((packed.student, grade_id), "")
+        assert fragment in output, (
+            f"{where(answer)} ({packed.student}) lost {grade_id}, but not with {fragment!r}; "
+            f"the cell's output:\n{output}"
+        )
+
+
+@pytest.mark.parametrize(
+    "answer",
+    by_chapter(UNUSUAL, lambda u: chapter_of(u.target), lambda u: f"{u.target}-{u.name}"),
+)
+def test_unusual_answer_keeps_full_marks(graded, answer):
     """Does each correct but unusual answer keep full marks on every test cell of its exercise?"""
-    student = UNUSUAL_STUDENT_OF[(answer.target, answer.name)]
-    chapter = PACKED_UNUSUAL[student][0]
-    cells = [
-        g
-        for g in graded_cells(chapter)
-        if g.removeprefix("hidden_").removeprefix("test_").startswith(answer.target)
-        or wrong.exercise_of(g.removeprefix("test_")) == answer.target  # test_quiz_7_1
-    ]
+    packed = notebook_of(answer)
+    batch = graded(packed.chapter)
+    cells = cells_of(packed.chapter, answer.target)
     assert cells
     for grade_id in cells:
-        got, top = score(course, student, chapter, grade_id)
-        assert top > 0 and got == top, f"{answer.name} ({student}) got {got} of {top} on {grade_id}"
+        got, top = batch.score(packed.student, grade_id)
+        assert top > 0 and got == top, (
+            f"{where(answer)} ({packed.student}) got {got} of {top} on {grade_id}"
+        )
 
 
 @pytest.mark.skipif(CASCADE_CHAPTER not in CHAPTERS, reason="chapter not selected")
-def test_a_wrong_earlier_exercise_costs_nothing_in_a_later_one(course):
-    """With transpose_qkv and transpose_output wrong, does a right MultiHeadAttention keep full
-    marks (the checks use their own transposes) while 7.2 loses its points?"""
+def test_a_wrong_earlier_exercise_costs_nothing_in_a_later_one(graded):
+    """With transpose_qkv and transpose_output wrong, does every other exercise of the chapter
+    keep full marks, the right MultiHeadAttention (whose checks use their own transposes) and
+    the later questions included, while 7.2 loses exactly the points its answers declare?"""
     student, chapter = f"cascade_{CASCADE_CHAPTER}", CASCADE_CHAPTER
-    for grade_id in graded_cells(chapter):
-        got, top = score(course, student, chapter, grade_id)
-        if "MultiHeadAttention" in grade_id:
-            assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
-        if "transpose" in grade_id:
+    batch = graded(chapter)
+    answers = cascade_answers()
+    broken = {a.target for a in answers}
+    assert broken == {"transpose_qkv", "transpose_output"}
+    cascade = Packed(student, chapter, tuple(answers))
+    assert cells_of(chapter, "MultiHeadAttention")
+    assert not mismatches(batch, cascade), mismatches(batch, cascade)
+    assert student not in batch.problems
+    for grade_id, exercises in exercises_of_cells(chapter).items():
+        got, top = batch.score(student, grade_id)
+        if exercises & broken:
             assert got < top, f"{grade_id}: {got} of {top}"
+        else:
+            assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
 
 
-def test_grades_csv_lists_every_submission(course):
+# ---------------------------------------------------------------- what the grader reads and writes
+
+
+@pytest.mark.parametrize("chapter", by_chapter(CHAPTERS, str, str))
+def test_grades_csv_lists_every_submission(graded, chapter):
     """Does grades.csv, in nbgrader's format, hold a row for each graded notebook?"""
-    rows = course.csv.read_text().splitlines()
-    assert rows[0].startswith("assignment,duedate,timestamp,student_id")
-    students = {line.split(",")[3] for line in rows[1:]}
-    assert {f"reference_{c}" for c in CHAPTERS} <= students
-    assert {f"blank_{c}" for c in CHAPTERS} <= students
-    assert set(PACKED) | set(PACKED_UNUSUAL) | {"layout_student", "cheater"} <= students
+    batch = graded(chapter)
+    rows = list(csv.DictReader(batch.csv.open()))
+    assert batch.csv.read_text().startswith("assignment,duedate,timestamp,student_id")
+    students = {r["student_id"] for r in rows if r["assignment"] == chapter}
+    assert set(batch.students) <= students
+    assert {s for s, _ in batch.scores} == set(batch.students)  # every one graded
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_release_has_stubs_but_no_solutions_or_hidden_tests(course, chapter):
+@pytest.mark.parametrize("chapter", by_chapter(CHAPTERS, str, str))
+def test_release_has_stubs_but_no_solutions_or_hidden_tests(released, chapter):
     """Does the student notebook keep the self-checks but lose solutions and hidden tests?"""
-    release = course.root / "release" / chapter
+    release = released(CHAPTERS) / "release" / chapter
     text = (release / f"{chapter}.ipynb").read_text()
     assert "raise NotImplementedError()" in text and "checks.run(" in text
     for marker in ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "run_hidden"):
@@ -295,18 +543,28 @@ def test_release_has_stubs_but_no_solutions_or_hidden_tests(course, chapter):
     assert chapter not in {SOURCES[m] for m in shipped}
 
 
-def test_grades_an_nbgrader_layout(course):
+def test_grades_an_nbgrader_layout(graded):
     """Does `grade` accept a <student>/<chapter>/<notebook> folder as nbgrader lays it out?"""
+    batch = graded(LAYOUT_CHAPTER)
     for grade_id in graded_cells(LAYOUT_CHAPTER):
-        got, top = score(course, "layout_student", LAYOUT_CHAPTER, grade_id)
+        got, top = batch.score("layout_student", grade_id)
         assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
 
 
-def test_a_student_copy_of_checks_never_reaches_the_grader(course):
-    """If a submission folder holds a checks/ package that always raises, are full marks kept?"""
+def test_a_student_copy_of_checks_never_reaches_the_grader(graded):
+    """If a submission folder holds a checks/ package that always raises, are full marks kept,
+    and is the student's folder left exactly as it was sent?"""
+    batch = graded(LAYOUT_CHAPTER)
     for grade_id in graded_cells(LAYOUT_CHAPTER):
-        got, top = score(course, "cheater", LAYOUT_CHAPTER, grade_id)
+        got, top = batch.score("cheater", grade_id)
         assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
-    folder = course.subs / "cheater" / LAYOUT_CHAPTER
-    assert (folder / "checks" / "__init__.py").read_text() == student_checks_that_always_fail()
-    assert json.loads((folder / f"{LAYOUT_CHAPTER}.ipynb").read_text())  # left untouched
+    folder = batch.subs / "cheater" / LAYOUT_CHAPTER
+    sent = {
+        "checks/__init__.py": student_checks_that_always_fail().encode(),
+        f"{LAYOUT_CHAPTER}.ipynb": nbs.notebook_path(LAYOUT_CHAPTER).read_bytes(),
+    }
+    found = {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
+    }
+    assert found == sent  # nothing added, removed or changed in the student's folder
+    assert json.loads(found[f"{LAYOUT_CHAPTER}.ipynb"])

@@ -566,26 +566,26 @@ def with_reference_answers(nb, chapter: str):
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_released_notebook_with_reference_answers_runs_in_a_bare_environment(bare, tmp_path):
+def test_released_notebook_with_reference_answers_runs_in_a_bare_environment(
+    bare, tmp_path, released
+):
     """The released folder of the last chapter (which imports the most earlier modules), its
     stubs filled with the reference answers: its setup cell does nothing (checks/ and solutions/
     are beside it), and it runs top to bottom in the bare environment, the course not installed.
     (Every chapter's release, answered, is graded in tests/test_autograde.py.)"""
-    from autograder.course import Course
-
     python, repo, _ = bare
     env = bare_env(python, ATTENTION_COURSE_PACKAGE="/nonexistent/must-not-be-installed")
     if _installed(python, env):
         pip(python, env, "uninstall", "-y", "attention-step-by-step")
     name = CHAPTERS[-1]
     start = time.monotonic()
-    (released,) = Course(tmp_path / "course").release([name])
+    release = released() / "release" / name  # the slow tier's one release (tests/_shared.py)
     reference = {
         nbs.nbgrader_meta(c)["grade_id"]: nbs.without_markers(c.source)
         for c in nbs.read(nbs.notebook_path(name)).cells
         if nbs.is_solution(c) and c.cell_type == "code"
     }
-    nb = nbs.read(released / f"{name}.ipynb")
+    nb = nbs.read(release / f"{name}.ipynb")
     filled = 0
     for cell in nb.cells:
         grade_id = nbs.nbgrader_meta(cell).get("grade_id")
@@ -593,9 +593,9 @@ def test_released_notebook_with_reference_answers_runs_in_a_bare_environment(bar
             assert "raise NotImplementedError()" in cell.source
             cell.source, filled = reference[grade_id], filled + 1
     assert filled == len(reference) > 0, name
-    assert (released / "README.md").exists() and not (released / "checks" / "hidden").exists()
+    assert (release / "README.md").exists() and not (release / "checks" / "hidden").exists()
     folder = tmp_path / "run" / name
-    shutil.copytree(released, folder, ignore=shutil.ignore_patterns(f"{name}.ipynb"))
+    shutil.copytree(release, folder, ignore=shutil.ignore_patterns(f"{name}.ipynb"))
     done = run_notebook(python, nb, folder, env)
     setup = next(c for c in done.cells if launch.is_setup(c))
     assert "Installing" not in outputs(setup), outputs(setup)

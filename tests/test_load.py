@@ -16,7 +16,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder import notebooks as nbs
-from autograder.course import COURSE_ID, Course
+from autograder.course import COURSE_ID
 from autograder.grading import default_jobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
@@ -26,9 +26,9 @@ RATIO = 3  # runnable processes per core while grading
 
 
 @pytest.fixture(scope="module")
-def graded_under_load(tmp_path_factory):
+def graded_under_load(tmp_path_factory, released_copy):
     tmp = tmp_path_factory.mktemp("load")
-    course = Course(tmp / "course")
+    course = released_copy(tmp / "course")  # every chapter, released once per test run
     subs = tmp / "submissions"
     subs.mkdir()
     for chapter in CHAPTERS:

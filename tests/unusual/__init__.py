@@ -19,11 +19,14 @@ from tests.wrong import Wrong
 REGISTRY: list[Wrong] = []
 
 
-def unusual(target: str) -> Callable:
-    """Register the decorated function as a correct, unusual answer to ``target``."""
+def unusual(target: str, *, alone: bool = False) -> Callable:
+    """Register the decorated function as a correct, unusual answer to ``target``.
+
+    ``alone``: grade it end to end in a notebook of its own (see ``tests.wrong.wrong``).
+    """
 
     def register(fn: Callable) -> Callable:
-        REGISTRY.append(Wrong(fn, target, ()))
+        REGISTRY.append(Wrong(fn, target, (), alone=alone))
         return fn
 
     return register

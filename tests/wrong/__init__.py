@@ -18,7 +18,10 @@ For an exercise that is a class (an attention module), the wrong answer is a
 
 For the nbgrader end-to-end test, the *body* of each wrong function replaces
 the solution region of the exercise cell, which is exactly what a student
-edits; so a body may use only names the notebook defines before it runs.
+edits; so a body may use only names the notebook defines before it runs. That
+test packs the answers: one notebook holds a wrong (or unusual) answer to every
+exercise of the chapter at once, so an answer must not disturb the others'
+cells; one that does on purpose is declared ``@wrong(..., alone=True)``.
 
 A wrong answer may also say which *property class* it breaks (``breaks="float64"``): the
 classes every graded target's checks must cover are declared in the hidden checks
@@ -49,6 +52,9 @@ class Wrong:
     target: str
     failures: tuple[tuple[str, str], ...]  # (group, fragment of its message), in order
     breaks: str | None = None  # the property class it breaks (checks._contract.CLASSES)
+    # Graded in a notebook of its own by the end-to-end test, not packed with the answers to
+    # the chapter's other exercises (for an answer that disturbs them on purpose).
+    alone: bool = False
 
     @property
     def name(self) -> str:
@@ -154,7 +160,9 @@ def reference(target: str):
 REGISTRY: list[Wrong] = []
 
 
-def wrong(target: str, failures: Mapping[str, str], *, breaks: str | None = None) -> Callable:
+def wrong(
+    target: str, failures: Mapping[str, str], *, breaks: str | None = None, alone: bool = False
+) -> Callable:
     """Register the decorated function as a wrong answer to ``target``.
 
     Args:
@@ -163,6 +171,11 @@ def wrong(target: str, failures: Mapping[str, str], *, breaks: str | None = None
             message (``str(CheckError)`` with ``verbose=False``) it must fail with.
         breaks: the property class it breaks, if it is the proof that the checks test
             one: ``"float64"``, ``"gradient"``, ``"meta"``, ``"dropout"`` or ``"unchanged"``.
+        alone: grade it end to end in a notebook of its own, where every other exercise
+            keeps the reference, instead of packed with wrong and unusual answers to the
+            chapter's other exercises (``tests/test_autograde.py``). For an answer that
+            disturbs the rest of the notebook on purpose: it kills the kernel, or rebinds
+            a name that other exercises use.
     """
     from checks._contract import CLASSES
 
@@ -175,7 +188,7 @@ def wrong(target: str, failures: Mapping[str, str], *, breaks: str | None = None
             raise TypeError(f"failures must map group names to message fragments, got {failures!r}")
 
     def register(fn: Callable) -> Callable:
-        REGISTRY.append(Wrong(fn, target, tuple(failures.items()), breaks))
+        REGISTRY.append(Wrong(fn, target, tuple(failures.items()), breaks=breaks, alone=alone))
         return fn
 
     return register
