@@ -2,8 +2,9 @@
 
 Each chapter is graded as one batch, as an instructor would grade a class: the reference
 notebook, the untouched student notebook, the known-wrong implementations (tests/wrong) and
-the correct but unusual ones (tests/unusual) pasted into the solution regions of the chapter
-notebook, and for the last chapter a submission in nbgrader's ``<student>/<chapter>/``
+the correct but unusual ones (tests/unusual), one per exercise and set of cells it must
+fail (``end_to_end``: the fast tier runs every one through its checks), pasted into the
+solution regions of the chapter notebook, and for the last chapter a submission in nbgrader's ``<student>/<chapter>/``
 layout and one that sends its own ``checks/`` package. A batch is graded when the first test
 of its chapter asks for it; a chapter whose grading fails fails its own tests, not the others'.
 
@@ -121,8 +122,35 @@ def chapter_of(target: str) -> str:
         raise LookupError(f"no answer cell {target!r} in any chapter") from None
 
 
-WRONG = [w for w in wrong.load() if chapter_of(w.target) in CHAPTERS]
-UNUSUAL = [u for u in unusual.load() if chapter_of(u.target) in CHAPTERS]
+ALL_WRONG = [w for w in wrong.load() if chapter_of(w.target) in CHAPTERS]
+ALL_UNUSUAL = [u for u in unusual.load() if chapter_of(u.target) in CHAPTERS]
+
+
+def end_to_end(answers: list[Wrong]) -> list[Wrong]:
+    """The answers graded here: one per exercise and set of cells it must fail.
+
+    Every wrong and unusual answer is run through its checks by tests/test_wrong.py (the fast
+    tier), which proves the groups it fails and the message of each. What only nbgrader can
+    add is how failing groups become lost points: that depends on the set of test cells that
+    fail, not on the answer that fails them. So one wrong answer per (exercise, declared cells)
+    is graded end to end, with one unusual answer per exercise (full marks) and every answer
+    declared ``alone`` (one that disturbs the notebook on purpose). ``AUTOGRADE_ALL=1`` grades
+    every answer, as a release check.
+    """
+    if os.environ.get("AUTOGRADE_ALL"):
+        return answers
+    seen: set[tuple[str, bool, tuple[str, ...]]] = set()
+    chosen = []
+    for a in answers:
+        key = (a.target, bool(a.failures), tuple(sorted(a.cells)) if a.failures else ())
+        if a.alone or key not in seen:
+            seen.add(key)
+            chosen.append(a)
+    return chosen
+
+
+WRONG = end_to_end(ALL_WRONG)
+UNUSUAL = end_to_end(ALL_UNUSUAL)
 
 
 def kind(answer: Wrong) -> str:
@@ -347,7 +375,7 @@ def test_packing_holds_every_answer_once_and_one_per_exercise():
         assert len(targets) == len(set(targets)), p.student
         assert all(chapter_of(t) == p.chapter for t in targets), p.student
         assert all(not a.alone for a in p.answers) or len(p.answers) == 1, p.student
-    for w in WRONG:
+    for w in ALL_WRONG:
         for grade_id in w.cells:
             assert w.target in exercises_of_cells(chapter_of(w.target)).get(grade_id, ()), (
                 f"{where(w)} declares {grade_id}, which is no test cell of {w.target}"
@@ -368,8 +396,10 @@ def test_a_packed_notebook_expects_the_union_of_its_declarations():
     """With a wrong sequence_mask and an unusual masked_softmax in one notebook, are exactly the
     wrong answer's declared cells expected to lose, its other cells left open, and every cell
     of masked_softmax and of the questions expected to keep full marks?"""
-    bad = next(w for w in WRONG if w.target == "sequence_mask" and w.name == "writes_into_input")
-    good = next(u for u in UNUSUAL if u.target == "masked_softmax")
+    bad = next(
+        w for w in ALL_WRONG if w.target == "sequence_mask" and w.name == "writes_into_input"
+    )
+    good = next(u for u in ALL_UNUSUAL if u.target == "masked_softmax")
     expected = Packed("example", "masking", (bad, good)).expected()
     assert set(expected) == set(graded_cells("masking"))
     verdicts = {g: v for g, (v, _) in expected.items()}
