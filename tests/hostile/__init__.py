@@ -753,7 +753,7 @@ def blocked_on_a_read():
 # The kernel answers the checks of one quiz question one byte a second: a header that never
 # completes for question 2.1, a whole frame trickled for question 2.2. The others: as usual.
 TRICKLE = """
-import io, socket, time, torch, checks._remote as remote
+import io, socket, time, torch, checks._serve as remote
 honest = remote.serve
 def serve(path, targets):
     names = ' '.join(targets)
@@ -874,7 +874,7 @@ def changed_metadata():
 # (BINPUT): 20 MB, well under the frame cap, that took the grader's unpickler some 18 s of
 # CPU each. A format that cannot carry work refuses it at once (checks/_wire.py).
 PADDED = """
-import io, socket, zipfile, torch, checks._remote as remote
+import io, socket, zipfile, torch, checks._serve as remote
 def padded(obj):
     buf = io.BytesIO()
     torch.save(obj, buf)

@@ -5,8 +5,6 @@ reference, so ``__init__`` (``W_q``, ``W_k``, ``dropout``) is the given one. A w
 to a question is the cell a student would write: it sets ``answer_5_<i>``.
 """
 
-import math
-
 import torch
 
 from solutions.masking import masked_softmax
@@ -39,7 +37,7 @@ def forms_the_full_W(self, queries, keys, values, valid_lens=None):
 def scaled_by_sqrt_r(self, queries, keys, values, valid_lens=None):
     """Divides by √r, the transformer's habit: not the bilinear score qᵀ W_qᵀ W_k k."""
     q, k = self.W_q(queries), self.W_k(keys)
-    scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.shape[-1])
+    scores = torch.bmm(q, k.transpose(1, 2)) / q.shape[-1] ** 0.5  # no math in that notebook
     self.attention_weights = masked_softmax(scores, valid_lens)
     return torch.bmm(self.dropout(self.attention_weights), values)
 
