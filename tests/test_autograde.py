@@ -495,10 +495,12 @@ def test_wrong_answer_loses_points_on_its_cells(graded, answer):
             f"{where(answer)} ({packed.student}) kept {got} of {top} on {grade_id}"
         )
         output = batch.outputs.get((packed.student, grade_id), "")
-        if _quiz.is_question(group):
-            # A release's visible question check confirms the form only (issue 22); the
-            # self-study hint it declares never shows there. Its hidden key's group decides.
-            assert "graded after the deadline" in output, (where(answer), output)
+        if _quiz.is_question(group) and fragment not in output:
+            # A release's visible question check confirms the form only (issue 22): an answer
+            # of the right form is recorded there, without the self-study hint it declares,
+            # and its hidden key's group decides. An answer of the wrong form fails it as
+            # declared.
+            assert "graded after the deadline" in output, (where(answer), fragment, output)
             continue
         assert fragment in output, (
             f"{where(answer)} ({packed.student}) lost {grade_id}, but not with {fragment!r}; "
