@@ -315,11 +315,7 @@ class Server:
         if not pairs or not leaves:
             return [None] * len(leaves)
         grads = torch.autograd.grad(
-            [o for o, _ in pairs],
-            leaves,
-            [g for _, g in pairs],
-            retain_graph=True,
-            allow_unused=True,
+            vector_jacobian_root(pairs), leaves, retain_graph=True, allow_unused=True
         )
         return [None if g is None else g.detach() for g in grads]
 
@@ -335,6 +331,27 @@ class Server:
             "check_error": isinstance(err, CheckError),
             "_err": err,  # for the watches, dropped before the reply is sent
         }
+
+
+def vector_jacobian_root(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """One real scalar whose gradient with respect to each output ``o`` is exactly its ``g``.
+
+    ``torch.autograd.grad(outputs, leaves, grad_outputs)`` gives the same vector-Jacobian
+    products, but its first call imports ``torch.fx.experimental.symbolic_shapes`` (and with it
+    ``torch._dynamo``): about 2.5 s of CPU in every graded kernel, for nothing. As torch does,
+    an output whose shape is not its gradient's is an error (no silent broadcasting).
+    """
+    for i, (o, g) in enumerate(pairs):
+        if o.is_complex() or o.shape != g.shape:
+            raise RemoteError(
+                f"cannot take the gradient of output {i}: expected a real tensor of shape "
+                f"{tuple(g.shape)}, got {o.dtype} of shape {tuple(o.shape)}"
+            )
+    total = None
+    for o, g in pairs:
+        term = (o * g.to(device=o.device, dtype=o.dtype)).sum()
+        total = term if total is None else total + term
+    return total
 
 
 def serve(path: str, targets: dict) -> None:

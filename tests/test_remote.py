@@ -212,6 +212,20 @@ def test_gradients_come_back_through_the_proxy(session):
     assert torch.equal(module(q, k, v, None), torch.zeros(2, 1, 4))
 
 
+def test_gradients_through_the_proxy_equal_those_computed_here(session):
+    """Is the vector-Jacobian product that comes back exactly the one torch computes here,
+    for an upstream gradient that is not all ones, on every input that asks for one?"""
+    from solutions.masking import masked_softmax
+
+    X = torch.randn(2, 3, 5, dtype=torch.float64, requires_grad=True)
+    R = torch.randn(2, 3, 5, dtype=torch.float64)
+    lens = torch.tensor([2, 4])
+    (session.target("ref:masked_softmax")(X, lens) * R).sum().backward()
+    there, X.grad = X.grad, None
+    (masked_softmax(X, lens) * R).sum().backward()
+    torch.testing.assert_close(there, X.grad, rtol=1e-12, atol=1e-12)
+
+
 LOCAL_HELPERS: dict = {}
 exec(compile(HELPERS, str(ROOT / "tests" / "_helpers_served.py"), "exec"), LOCAL_HELPERS)
 
