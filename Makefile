@@ -120,10 +120,12 @@ book-edition:
 	@echo "The $(BOOK_EDITION) edition ($(COURSE_LANG)) is in $(BOOK_HTML)/index.html"
 
 # The translation catalogs, one per page, from the English source: Sphinx's gettext builder
-# over the reader edition, then sphinx-intl (see autograder/i18n/catalogs.py). Run it after
-# changing any text of the book; the tests fail while a catalog is out of date.
+# over the reader edition, then sphinx-intl (see autograder/i18n/catalogs.py); and
+# README.zh-CN.md, from README.md's student part and its catalog (autograder/i18n/readme.py).
+# Run it after changing any text of the book or of that part of README.md, or a translation
+# in README.po; the tests fail while a catalog or README.zh-CN.md is out of date.
 CATALOG_LANGS := zh
-catalogs: install  ## update the translation catalogs (locale/) from the English source
+catalogs: install  ## update the translation catalogs (locale/) and README.zh-CN.md from the English source
 	$(PY) -m autograder stage-book --edition reader _build/gettext/stage
 	$(BIN)/jupyter-book build _build/gettext/stage --path-output _build/gettext \
 	  --builder custom --custom-builder gettext $(JB_FLAGS)

@@ -220,12 +220,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {len(written)} launchable notebooks and the course package to {args.dest}")
         return 0
     if args.command == "catalogs":
-        from autograder.i18n import catalogs
+        from autograder.i18n import catalogs, readme
 
         unplaced = catalogs.write_templates(args.pot_dir)
         for line in unplaced:
             print(f"error: Sphinx and autograder.i18n.pages disagree: {line}")
         written = catalogs.update(args.pot_dir, args.lang)
         print(f"{len(written)} catalog(s) changed")
+        try:
+            if readme.write(args.lang):
+                print(f"wrote {readme.path(args.lang).name}")
+        except readme.ReadmeError as error:
+            print(f"error: {error}")
+            return 1
         return 1 if unplaced else 0
     return 2

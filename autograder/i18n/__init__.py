@@ -6,6 +6,7 @@ for the text the course's tools write (``course.po``)::
 
     locale/zh_CN/LC_MESSAGES/book/<page>.po   the messages of book/<page>.ipynb or .md
     locale/zh_CN/LC_MESSAGES/course.po        notes, prompts, titles and READMEs of autograder/
+    locale/zh_CN/LC_MESSAGES/README.po        the student part of README.md (README.zh-CN.md)
     locale/zh_CN/translated.txt               the catalogs that must be complete (tests)
     locale/zh_CN/terms.tsv                    the term pairs every translation keeps to
 
@@ -19,6 +20,8 @@ cells are shared by every language and never copied.
 - :mod:`.markdown` finds the messages of MyST Markdown (as Sphinx does) and replaces them;
 - :mod:`.pages` lists the messages of every page and translates notebooks;
 - :mod:`.catalogs` updates the catalogs from the source (``make catalogs``) and checks them;
+- :mod:`.readme` makes the translated README (``README.zh-CN.md``) from README.md's student
+  part and its catalog;
 - :mod:`.sphinx` is the Sphinx extension of a translated build (switcher, downloads).
 """
 

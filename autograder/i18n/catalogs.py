@@ -8,12 +8,16 @@
    ``autograder.editions`` adds (they are ``course.pot``'s, translated once for every
    page), adds a notebook's image alt texts and fold prompts (cell metadata, which
    Sphinx never extracts), and gives every message the place of its source
-   (``book/masking.ipynb:70003`` is cell 7, line 3, as myst-nb counts);
+   (``book/masking.ipynb:70003`` is cell 7, line 3, as myst-nb counts); and writes the
+   templates of ``course``, ``sphinx`` and ``README`` (README.md's student part,
+   :mod:`.readme`);
 3. ``sphinx-intl update`` merges the templates into ``locale/<locale>/LC_MESSAGES``: new
    messages come in untranslated, changed ones fuzzy with the old translation, removed
    ones go;
 4. a message with nothing to translate (a number, display math, only code) gets itself
-   as its translation.
+   as its translation;
+5. the CLI then writes ``README.<locale>.md`` from README.md and ``README.po``
+   (:func:`.readme.write`).
 
 :func:`problems` is what the tests check: every catalog listed in
 ``locale/<locale>/translated.txt`` complete (nothing untranslated or fuzzy) and in step
@@ -35,7 +39,7 @@ import yaml
 
 from autograder import i18n
 from autograder import notebooks as nbs
-from autograder.i18n import markdown, pages
+from autograder.i18n import markdown, pages, readme
 
 MANIFEST = "translated.txt"
 TERMS = "terms.tsv"
@@ -130,8 +134,9 @@ def _occurrence(message: pages.Message) -> tuple[str, str]:
 
 def write_templates(pot_dir: Path, root: Path = nbs.ROOT) -> list[str]:
     """Rewrite the page templates Sphinx wrote under ``pot_dir`` (see the module docstring)
-    and the templates of ``course`` and ``sphinx``; return where Sphinx and :mod:`.pages`
-    disagree (a message one of them finds and the other does not), which must not happen."""
+    and write those of ``course``, ``sphinx`` and ``README``; return where Sphinx and
+    :mod:`.pages` disagree (a message one of them finds and the other does not), which must
+    not happen."""
     import polib
 
     ours = {m.msgid for m in course_messages(root) if m.staged}
@@ -172,19 +177,42 @@ def write_templates(pot_dir: Path, root: Path = nbs.ROOT) -> list[str]:
         pot.header = HEADER
         pot.save(str(path))
     for domain, messages in UI.items():
-        pot = polib.POFile(wrapwidth=0)
-        pot.header = HEADER
-        pot.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
-        for m in messages(root):
-            flags = ["python-brace-format"] if m.python_format else []
-            pot.append(
+        _save_template(
+            pot_dir / f"{domain}.pot",
+            [
                 polib.POEntry(
-                    msgid=m.msgid, msgstr="", occurrences=[(m.where, "1")], comment=m.note,
-                    flags=flags,
+                    msgid=m.msgid,
+                    msgstr="",
+                    occurrences=[(m.where, "1")],
+                    comment=m.note,
+                    flags=["python-brace-format"] if m.python_format else [],
                 )
-            )  # fmt: skip
-        pot.save(str(pot_dir / f"{domain}.pot"))
+                for m in messages(root)
+            ],
+        )
+    write_readme_template(pot_dir, root)
     return unplaced
+
+
+def write_readme_template(pot_dir: Path, root: Path = nbs.ROOT) -> None:
+    """``README.pot``: the messages of README.md's student part (:mod:`.readme`)."""
+    import polib
+
+    entries: dict[str, polib.POEntry] = {}
+    for m in readme.messages(root):
+        entry = entries.setdefault(m.msgid, polib.POEntry(msgid=m.msgid, msgstr=""))
+        entry.occurrences.append(_occurrence(m))
+    _save_template(pot_dir / f"{readme.DOMAIN}.pot", list(entries.values()))
+
+
+def _save_template(path: Path, entries: list) -> None:
+    import polib
+
+    pot = polib.POFile(wrapwidth=0)
+    pot.header = HEADER
+    pot.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    pot.extend(entries)
+    pot.save(str(path))
 
 
 # ---------------------------------------------------------------- updating the catalogs
@@ -258,6 +286,8 @@ def catalogs(code: str, root: Path = nbs.ROOT) -> list[str]:
 
 
 def source_messages(domain: str, root: Path = nbs.ROOT) -> list[pages.Message]:
+    if domain == readme.DOMAIN:
+        return readme.messages(root)
     if domain in UI:
         return [pages.Message(m.msgid, m.where, 1, kind=domain) for m in UI[domain](root)]
     return pages.page_messages(domain, root)
