@@ -91,8 +91,9 @@ def venv_on_path() -> None:
     """Prepare this process for nbgrader's Gradebook.
 
     A new gradebook asks ``alembic`` (from PATH: make it this environment's) for the
-    schema's head revision, in a subprocess that takes seconds. The answer depends
-    only on the installed nbgrader, so it is asked once per process.
+    schema's head revision, in a subprocess that costs 2 to 4 s of CPU. The answer depends
+    only on the installed nbgrader: it is read here, in this process, from nbgrader's own
+    migration scripts (what that subprocess reads), once per process.
     """
     import nbgrader.api
 
@@ -100,7 +101,15 @@ def venv_on_path() -> None:
     if bindir not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
     if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
-        nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)
+        nbgrader.api.get_alembic_version = functools.cache(alembic_head)
+
+
+def alembic_head() -> str:
+    """The head revision of nbgrader's gradebook schema (``alembic heads``, in process)."""
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    return ScriptDirectory(ALEMBIC_DIR).get_current_head()
 
 
 def without_password(db_url: str) -> str:

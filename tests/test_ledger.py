@@ -1,11 +1,13 @@
 """The grader's record in the gradebook (autograder/ledger.py): when a submission was handed
 in and graded, kept for grades.csv across runs."""
 
+import subprocess
+
 import pytest
 from nbgrader.api import Gradebook
 
 from autograder.collect import Submission
-from autograder.course import COURSE_ID, venv_on_path
+from autograder.course import COURSE_ID, alembic_head, venv_on_path
 from autograder.ledger import Ledger
 
 
@@ -35,3 +37,16 @@ def test_times_are_recorded_with_their_source(tmp_path):
     )
     assert times[("cy", "ch")]["submitted_at"] == "" and times[("cy", "ch")]["source"] == ""
     assert all(t["graded_at"].endswith("+00:00") for t in times.values())
+
+
+@pytest.mark.slow
+def test_the_schema_head_read_in_process_is_the_one_alembic_gives():
+    """venv_on_path() replaces nbgrader's `alembic heads` subprocess by reading the same
+    migration scripts in process: do both name the same head revision?"""
+    import nbgrader.api
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    venv_on_path()  # this environment's alembic on PATH, and the in-process head installed
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        heads = subprocess.check_output(["alembic", "-c", ini, "heads"], text=True)
+    assert heads.split()[0] == alembic_head() == nbgrader.api.get_alembic_version()
