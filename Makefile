@@ -182,20 +182,21 @@ test-slow: install system
 	$(BIN)/pytest -m "slow and not book" -n 2 --dist loadfile --no-loadscope-reorder
 
 # Each chapter runs once: nbval proves its committed outputs, and both editions of the book
-# are built from those outputs (execute_notebooks is off in _config.yml).
+# are built from those outputs (execute_notebooks is off in _config.yml); then the browser
+# tests read them. In `make test` this stream runs beside the slow tier, which takes longer.
 # The Chinese book (`make book COURSE_LANG=zh`: about a minute of CPU per edition) is not
 # built here: `make check` checks its catalogs (tests/test_i18n.py), which is what can drift.
-test-notebooks: install
+test-notebooks: install system
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory book
 	$(MAKE) --no-print-directory book EDITION=student
+	$(MAKE) --no-print-directory book-test
 
 # Side by side, each stream gets one thread: PyTorch's OpenMP threads spin while they wait,
 # and two streams of two threads each on two cores made a 21 s training cell take over 300 s.
 test: install system  ## everything CI runs: check, nbgrader end to end, nbval, both editions, browser tests
 	$(MAKE) --no-print-directory check
 	OMP_NUM_THREADS=1 $(MAKE) --no-print-directory -j2 --output-sync=target test-slow test-notebooks
-	$(MAKE) --no-print-directory book-test
 
 # ---------------------------------------------------------------- instructors
 release: install  ## nbgrader student notebooks for every chapter, in _course/release/ (COURSE_LANG=zh: _course/zh/)

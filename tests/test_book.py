@@ -407,7 +407,7 @@ def _typeset(page) -> bool:
     if not page.locator(".math").count():
         return False
     page.wait_for_function(
-        "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=15000
+        "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60000
     )
     page.evaluate("() => MathJax.startup.promise")
     return True
@@ -485,7 +485,7 @@ def test_search_finds_masked_softmax(visit):
     """Does the search page, from the local search index, find masked_softmax in Masking?"""
     v = visit("search.html?q=masked_softmax")
     results = v.page.locator("#search-results ul.search li")
-    results.first.wait_for(timeout=15000)
+    results.first.wait_for(timeout=60000)
     links = v.page.eval_on_selector_all(
         "#search-results ul.search li a", "as => as.map(a => a.getAttribute('href'))"
     )
