@@ -677,3 +677,79 @@ def test_figures_fit_and_keep_their_proportions(viewport, visit):
                 )
     assert checked > 20, f"only {checked} figures found"
     assert not bad, "\n".join(bad)
+
+
+# ---------------------------------------------------------------- the Chinese edition
+# Its reader edition, built by `make book COURSE_LANG=zh EDITION=reader` into _build/zh/html and
+# linked as zh/ inside the English build, as publish.yml publishes it; the same browser.
+
+CHINESE = ROOT / "_build" / "zh" / "html"
+
+
+@pytest.fixture(scope="module")
+def chinese(reader) -> Path:
+    _require_build(CHINESE, "make book COURSE_LANG=zh EDITION=reader")
+    assert (reader / "zh").resolve() == CHINESE.resolve(), "zh/ is not the Chinese build"
+    return CHINESE
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_chinese_page_at_phone_width(name, chinese, visit):
+    """Does the Chinese page load offline with no console error, say it is Chinese, typeset its
+    math and never scroll sideways at 390 px?"""
+    v = visit(f"zh/{name}.html", viewport=PHONE)
+    assert v.page.evaluate("() => document.documentElement.lang") == "zh-CN"
+    _typeset(v.page)
+    result = v.page.evaluate(CLIPPED_JS)
+    assert result["scrollWidth"] <= result["width"] <= PHONE["width"], (
+        f"the page is {result['scrollWidth']} px wide at a width of {result['width']} px"
+    )
+    assert not result["clipped"], "cut off at 390 px:\n" + "\n".join(result["clipped"][:15])
+    v.assert_clean()
+
+
+def test_chinese_text_is_drawn_with_a_cjk_font(chinese, visit):
+    """Is the first paragraph of a Chinese chapter drawn with a CJK font, every glyph of it?
+    (Chromium's own account of the fonts it used for the node's text.)"""
+    v = visit("zh/book/masking.html")
+    cdp = v.context.new_cdp_session(v.page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "article.bd-article p"})
+    # the paragraph's own text (its code spans are nodes of their own, in a monospace font)
+    text = v.page.locator("article.bd-article p").first.evaluate(
+        "p => [...p.childNodes].filter(n => n.nodeType === 3).map(n => n.data).join('')"
+    )
+    chinese = len(re.findall(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]", text))
+    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node["nodeId"]})["fonts"]
+    assert chinese > 50, text[:80]
+    drawn = sum(f["glyphCount"] for f in fonts if "CJK" in f["familyName"])
+    assert drawn >= chinese, f"{chinese} Chinese characters, {drawn} drawn by a CJK font: {fonts}"
+    v.assert_clean()
+
+
+def test_the_language_switcher_leads_to_the_same_page(chinese, visit):
+    """From an English chapter, does the switcher open the same chapter in Chinese, and from
+    there lead back to the English one?"""
+    v = visit("book/masking.html")
+    v.page.locator("a", has_text="中文").first.click()
+    v.page.wait_for_url("**/zh/book/masking.html")
+    assert v.page.evaluate("() => document.documentElement.lang") == "zh-CN"
+    assert "掩蔽" in v.page.title()
+    v.page.locator("a", has_text="English").first.click()
+    v.page.wait_for_url("**/book/masking.html")
+    assert "/zh/" not in v.page.url and "Masking" in v.page.title()
+    v.assert_clean()
+
+
+def test_chinese_search_finds_a_chinese_term(chinese, visit):
+    """Does the Chinese search page find 掩蔽 (a word, segmented by jieba) in the Masking chapter?"""
+    v = visit("zh/search.html?q=掩蔽")
+    results = v.page.locator("#search-results ul.search li")
+    results.first.wait_for(timeout=60000)
+    links = v.page.eval_on_selector_all(
+        "#search-results ul.search li a", "as => as.map(a => a.getAttribute('href'))"
+    )
+    assert any("masking.html" in href for href in links), links
+    v.assert_clean()
