@@ -371,7 +371,8 @@ def workbook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
     Stubs, then self-checks that test the student's code; the reference one explicit step
     away, under each stub; no reference solution, revealing cell, note about outputs or
-    output; a model answer folded in ``<details>``, which Jupyter and Colab show closed.
+    output; a model answer and a hint folded in ``<details>``, which Jupyter and Colab show
+    closed.
     """
     nb = copy.deepcopy(nb)
     cells = []
@@ -395,6 +396,8 @@ def workbook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                     + f"<details><summary>{MODEL_ANSWER_TITLE} (open it once you have written "
                     f"yours)</summary>\n\n{match['body']}\n\n</details>"
                 )
+        if cell.cell_type == "markdown":  # a hint: folded, as the book shows it
+            cell.source = launch.plain_dropdowns(cell.source)
         cell.metadata.pop("edition", None)
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None

@@ -228,6 +228,40 @@ def plain_figures(source: str) -> tuple[str, list[str]]:
     return _FIGURE.sub(plain, source), paths
 
 
+# A folded MyST block: ```{dropdown} Title or ```{admonition} Title with :class: dropdown.
+_DROPDOWN = re.compile(
+    r"^(?P<fence>`{3,})\{(?P<name>dropdown|admonition)\}[ \t]*(?P<title>[^\n]*)\n"
+    r"(?P<options>(?::[\w-]+:[^\n]*\n)*)\n?(?P<body>.*?)\n(?P=fence)[ \t]*$",
+    re.DOTALL | re.MULTILINE,
+)
+
+
+def plain_dropdowns(source: str) -> str:
+    """MyST dropdowns (an exercise's hint, a model answer) as HTML ``<details>``.
+
+    Jupyter and Colab show a MyST directive as a block of text, so a hint meant to stay
+    folded would lie open; ``<details>`` is shown closed. An admonition without the
+    ``dropdown`` class is left as it is.
+    """
+
+    def fold(match: re.Match) -> str:
+        classes = re.findall(r"^:class:[ \t]*(.*)$", match["options"], re.MULTILINE)
+        if match["name"] != "dropdown" and "dropdown" not in " ".join(classes).split():
+            return match[0]
+        return (
+            f"<details><summary>{match['title'].strip()}</summary>\n\n{match['body']}\n\n</details>"
+        )
+
+    return _DROPDOWN.sub(fold, source)
+
+
+def with_plain_dropdowns(nb: nbformat.NotebookNode) -> None:
+    """Rewrite the dropdowns of ``nb``'s markdown cells in place (see :func:`plain_dropdowns`)."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and "```{" in cell.source:
+            cell.source = plain_dropdowns(cell.source)
+
+
 def with_plain_figures(nb: nbformat.NotebookNode, dest: Path | None = None) -> list[str]:
     """Rewrite ``nb``'s figures in place (see :func:`plain_figures`), copying the image files
     the book keeps in ``book/figures/`` into ``dest`` if given; return the paths used."""

@@ -49,9 +49,8 @@ def expect_no_concatenation(module, B, m, n, dq, dk, h, *, seed, device):
             f"the forward on B={B}, m={m}, n={n}, queries of size {dq}, keys {dk}, "
             f"num_hiddens {h} made a tensor of shape {shape_str(shape)} ({numel} numbers), "
             f"as large as the (B, m, n, d_q + d_k) = {shape_str((B, m, n, dq + dk))} tensor of "
-            "every query concatenated with every key, which the exercise rules out. Split "
-            "W into the columns that meet q and those that meet k, and add (B, m, 1, h) to "
-            "(B, 1, n, h) as additive attention does."
+            "every query concatenated with every key, which the exercise rules out. The "
+            "exercise's hint shows where to look for a way around it."
         )
 
 
@@ -88,7 +87,7 @@ SMALL_K = [[0.0], [1.0], [2.0]]
 
 @check("ConcatAttention")
 def concat_small_example(ConcatAttention, device):
-    """Is the score w_vᵀ tanh(W [q; k] + b), the query first and the bias added once? (a worked example: W = [[1, 0, -1], [0, 1, 1]], b = (0.5, -0.5), w_v = (1, 2))"""
+    """Is the score w_vᵀ tanh(W [q; k] + b), with the query first? (a worked example: W = [[1, 0, -1], [0, 1, 1]], b = (0.5, -0.5), w_v = (1, 2))"""
     attention = build(ConcatAttention, 1, 2, 2, 0.0, device=device)
     with torch.no_grad():
         attention.W.weight.copy_(torch.tensor(SMALL_W))

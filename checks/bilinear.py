@@ -42,8 +42,8 @@ def expect_no_full_W(module, device, *, B, m, n, dq, dk, seed):
             f"the forward made a tensor of shape {shape_str(shape)} ({numel} numbers) for "
             f"queries of size d_q={dq}, keys of size d_k={dk} and rank r={module.W_q.out_features} "
             f"(B={B}, m={m}, n={n}): at least the d_q·d_k = {dq * dk} numbers of the full W = "
-            "W_qᵀ W_k that the factorised form exists to avoid. Project the queries and the "
-            "keys to r first, then compare them there."
+            "W_qᵀ W_k that the factorised form exists to avoid. The exercise's hint shows "
+            "where to look for another order of the products."
         )
 
 
@@ -72,7 +72,7 @@ def low_rank_shapes(LowRankBilinearAttention, device):
 
 @check(NAME)
 def low_rank_small_example(LowRankBilinearAttention, device):
-    """Is the score (W_q q)·(W_k k)? (W_q = [[1, 1], [0, 1]], W_k = [[1, 0, 1], [0, 1, 1]], q = (1, 2): keys e₁, e₂, e₃ score 3, 2, 5)"""
+    """Is the score qᵀ W_qᵀ W_k k, unscaled? (W_q = [[1, 1], [0, 1]], W_k = [[1, 0, 1], [0, 1, 1]], q = (1, 2): keys e₁, e₂, e₃ score 3, 2, 5)"""
     attention = build(LowRankBilinearAttention, 2, 3, 2, 0.0, device=device)
     set_factors(
         attention,

@@ -45,13 +45,13 @@ class BilinearAttention(nn.Module):
 class LowRankBilinearAttention(nn.Module):
     """Bilinear attention with a rank-r W = W_qᵀ W_k, stored as its two factors.
 
-    The score is a(q, k) = qᵀ W_qᵀ W_k k = (W_q q)ᵀ (W_k k), unscaled, computed without
-    forming the (d_q, d_k) matrix W.
+    The score is a(q, k) = qᵀ W k with W = W_qᵀ W_k, unscaled, computed without forming the
+    (d_q, d_k) matrix W.
 
     Args:
         query_size: size d_q of each query.
         key_size: size d_k of each key.
-        rank: size r of the space where queries and keys are compared.
+        rank: the rank r of W, the number of rows of each factor.
         dropout: dropout probability applied to the attention weights.
 
     Shape:

@@ -713,3 +713,29 @@ def test_figures_are_plain_markdown_images_outside_the_book(tmp_path):
     assert "{figure}" not in text and "![" in text and "figures/masking.svg" in text
     used = with_plain_figures(nbs.read(nbs.notebook_path("masking")), tmp_path)
     assert used and all((tmp_path / rel).is_file() for rel in used)
+
+
+def test_a_hint_is_folded_outside_the_book():
+    """Is an exercise's hint (a MyST dropdown, which Jupyter would show open as directive
+    text) a closed <details> in the workbooks, with its title translated like the page's
+    other messages, while an admonition that is not a dropdown is left alone?"""
+    from autograder.i18n.pages import translate_cells
+    from autograder.launch import launchable, plain_dropdowns
+
+    source = (
+        "Before.\n\n```{admonition} Hint\n:class: dropdown\n\nA $x$ nudge,\non two lines.\n```"
+        "\n\n```{note}\nOpen.\n```\n\n````{dropdown} More\nText.\n````"
+    )
+    assert plain_dropdowns(source) == (
+        "Before.\n\n<details><summary>Hint</summary>\n\nA $x$ nudge,\non two lines.\n\n</details>"
+        "\n\n```{note}\nOpen.\n```\n\n<details><summary>More</summary>\n\nText.\n\n</details>"
+    )
+    nb = launchable(nbs.read(nbs.notebook_path("additive_attention")))
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "<details><summary>Hint</summary>" in text and "{admonition}" not in text
+    cell = nbformat.v4.new_markdown_cell(
+        "<details><summary>Hint</summary>\n\nA nudge.\n\n</details>"
+    )
+    table = {"Hint": "提示", "A nudge.": "一点提示。"}
+    (translated,), _ = translate_cells([cell], table.get)
+    assert translated.source == "<details><summary>提示</summary>\n\n一点提示。\n\n</details>"

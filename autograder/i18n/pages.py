@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,9 @@ METADATA = (  # (path in metadata.mystnb, kind); Sphinx extracts the caption its
     (("code_prompt_hide",), "prompt"),
 )
 SPHINX_MISSES = {"output-alt", "prompt"}  # metadata kinds that are not in Sphinx's templates
+# A dropdown folded for Jupyter (autograder.launch.plain_dropdowns): its title is the
+# admonition title's message.
+_SUMMARY = re.compile(r"<summary>([^<\n]+)</summary>")
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,9 @@ def translate_cells(
         cell = copy.deepcopy(cell)
         if cell.cell_type == "markdown":
             cell.source, left = markdown.translate(cell.source, lookup, ext)
+            cell.source = _SUMMARY.sub(
+                lambda m: f"<summary>{lookup(m[1]) or m[1]}</summary>", cell.source
+            )
             missing += [b.msgid for b in left]
         elif cell.cell_type == "code":
             for path, _, text in _metadata(cell):

@@ -39,7 +39,7 @@ def low_rank_score(module):
 
 @check(f"{NAME}.values", hidden=True)
 def low_rank_matches_a_loop(LowRankBilinearAttention, device):
-    """Does (W_q q)·(W_k k) match an explicit loop, with d_q ≠ d_k and 1-D, 2-D or no valid_lens?"""
+    """Does qᵀ W_qᵀ W_k k match an explicit loop, with d_q ≠ d_k and 1-D, 2-D or no valid_lens?"""
     module = build(LowRankBilinearAttention, 3, 5, 2, 0.0, seed=6, device=device)
     compare_with_loop(module, low_rank_score(module), dq=3, dk=5, device=device)
 

@@ -22,3 +22,11 @@ def low_rank_keys_as_columns(self, queries, keys, values, valid_lens=None):
     scores = (queries @ self.W_q.weight.mT) @ projected_keys
     self.attention_weights = masked_softmax(scores, valid_lens)
     return self.dropout(self.attention_weights) @ values
+
+
+@unusual("LowRankBilinearAttention")
+def low_rank_left_to_right(self, queries, keys, values, valid_lens=None):
+    """Another order that never forms W: (qᵀ W_qᵀ) W_k, back in the keys' space, then kᵀ."""
+    carried = queries @ self.W_q.weight.mT @ self.W_k.weight  # (B, m, r) @ (r, d_k) -> (B, m, d_k)
+    self.attention_weights = masked_softmax(carried @ keys.mT, valid_lens)  # (B, m, n)
+    return self.dropout(self.attention_weights) @ values
