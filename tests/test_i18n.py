@@ -33,7 +33,15 @@ def test_translated_catalogs_are_complete_current_and_keep_their_markup():
     with the source, and does every translation anywhere keep its roles, code, math, links
     and term pairs, with terms.tsv agreeing with the glossary? Each problem names its place."""
     listed = catalogs.manifest(ZH)
-    required = {"course", "sphinx", "book/masking", "book/glossary", "book/intro", "README"}
+    required = {
+        "course",
+        "sphinx",
+        "figures",
+        "book/masking",
+        "book/glossary",
+        "book/intro",
+        "README",
+    }
     assert required <= set(listed)
     assert all((i18n.catalog_dir(ZH) / f"{d}.po").exists() for d in listed), listed
     problems = list(catalogs.problems(ZH))
@@ -128,6 +136,26 @@ def test_a_translation_that_breaks_markup_fails(repo, contains, breaks, expected
     entry = _edit_entry(repo, "book/masking", contains, msgstr=lambda e: breaks(e.msgstr))
     found = catalogs.markup_problems(ZH, "book/masking", repo)
     assert any(expected in p and f"masking.po:{entry.linenum}" in p for p in found), found
+
+
+def test_a_changed_diagram_label_fails_until_make_catalogs(repo):
+    """If a label of the diagrams changes in make_diagrams.py, does the check of the catalog
+    ``figures`` name the new label's line and the stale entry; and does a translation that
+    drops a template's field, or renders a term otherwise, fail?"""
+    path = repo / catalogs.DIAGRAMS
+    text = path.read_text()
+    line = 1 + text[: text.index('tr("runs once")')].count("\n")
+    path.write_text(text.replace('tr("runs once")', 'tr("runs only once")'))
+    found = catalogs.completeness_problems(ZH, catalogs.FIGURES, repo)
+    assert any(
+        f"{catalogs.DIAGRAMS}, line {line}: not in" in p and "runs only once" in p for p in found
+    ), found
+    assert any("'runs once' is no longer in the source" in p for p in found), found
+    entry = _edit_entry(repo, catalogs.FIGURES, "query heads, g = {g}", msgstr="8 个查询头")
+    found = catalogs.markup_problems(ZH, catalogs.FIGURES, repo)
+    assert any(f"figures.po:{entry.linenum}: placeholders" in p for p in found), found
+    _edit_entry(repo, catalogs.FIGURES, "keys, values", msgstr="钥匙、值")
+    assert any("'key' should be 键" in p for p in catalogs.term_problems(ZH, "figures", repo))
 
 
 def test_a_role_may_change_its_title_but_not_its_target():
