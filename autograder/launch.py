@@ -228,9 +228,15 @@ def plain_figures(source: str) -> tuple[str, list[str]]:
     return _FIGURE.sub(plain, source), paths
 
 
-def with_plain_figures(nb: nbformat.NotebookNode, dest: Path | None = None) -> list[str]:
+def with_plain_figures(
+    nb: nbformat.NotebookNode, dest: Path | None = None, lang: str = "en"
+) -> list[str]:
     """Rewrite ``nb``'s figures in place (see :func:`plain_figures`), copying the image files
-    the book keeps in ``book/figures/`` into ``dest`` if given; return the paths used."""
+    the book keeps in ``book/figures/`` into ``dest`` if given, in language ``lang`` where
+    there is a translated one (``book/figures/zh_CN/x.svg`` as ``figures/x.svg``, so that the
+    notebook's own paths stay); return the paths used."""
+    from autograder.i18n import localized_figure
+
     used = []
     for cell in nb.cells:
         if cell.cell_type == "markdown" and "{figure}" in cell.source:
@@ -238,7 +244,7 @@ def with_plain_figures(nb: nbformat.NotebookNode, dest: Path | None = None) -> l
             used += paths
     if dest is not None:
         for rel in used:
-            src = nbs.ROOT / "book" / rel
+            src = localized_figure(nbs.ROOT / "book" / rel, lang)
             if src.is_file():
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(src, dest / rel)
@@ -340,6 +346,6 @@ def write_launchables(dest: Path, root: Path = nbs.ROOT, lang: str = "en") -> li
         nb = launchable(nbs.read(path), root, lang, page)
         target = dest / path.name
         nbformat.write(nb, target)
-        with_plain_figures(nbs.read(path), dest)  # the image files the notebook shows
+        with_plain_figures(nbs.read(path), dest, lang)  # the image files the notebook shows
         written.append(target)
     return written
