@@ -72,7 +72,8 @@ install: $(VENV)/.installed $(BIN)/attention-course _vendor/mathjax/tex-chtml.js
 # Debian packages the full suite needs: chromium (browser tests of the book), postgresql
 # (sharded PostgreSQL gradebooks), bubblewrap (sandboxing). Installed with apt-get when
 # missing (with sudo when not root), exactly as on a fresh CI machine.
-# fonts-noto-cjk: Chromium draws the Chinese edition with it (no missing glyphs).
+# fonts-noto-cjk: Chromium draws the Chinese edition with it (no missing glyphs), and
+# book/figures/make_diagrams.py the Chinese diagrams' labels (tests/test_figures.py).
 SYSTEM_PACKAGES := chromium:/usr/bin/chromium postgresql:/usr/lib/postgresql/*/bin/initdb bubblewrap:/usr/bin/bwrap fonts-noto-cjk:/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 system:  ## install the Debian packages the full suite needs (chromium, postgresql, bubblewrap, CJK fonts)
 	@missing=""; for entry in $(SYSTEM_PACKAGES); do \

@@ -279,7 +279,7 @@ class Course:
         nb.cells = launch.with_setup(nb.cells, graded=True)
         page = notebook.relative_to(nbs.ROOT).with_suffix("").as_posix()
         nb = translate_notebook(nb, self.lang, page)  # markdown only: code and grades are shared
-        launch.with_plain_figures(nb, src)  # Jupyter renders Markdown images, not MyST figures
+        launch.with_plain_figures(nb, src, self.lang)  # Jupyter renders Markdown, not MyST
         launch.with_plain_dropdowns(nb)  # and <details>, not MyST dropdowns (a folded hint)
         nbformat.write(nb, src / notebook.name)
         shutil.copytree(nbs.ROOT / "checks", src / "checks", ignore=IGNORE)

@@ -262,9 +262,15 @@ def with_plain_dropdowns(nb: nbformat.NotebookNode) -> None:
             cell.source = plain_dropdowns(cell.source)
 
 
-def with_plain_figures(nb: nbformat.NotebookNode, dest: Path | None = None) -> list[str]:
+def with_plain_figures(
+    nb: nbformat.NotebookNode, dest: Path | None = None, lang: str = "en"
+) -> list[str]:
     """Rewrite ``nb``'s figures in place (see :func:`plain_figures`), copying the image files
-    the book keeps in ``book/figures/`` into ``dest`` if given; return the paths used."""
+    the book keeps in ``book/figures/`` into ``dest`` if given, in language ``lang`` where
+    there is a translated one (``book/figures/zh_CN/x.svg`` as ``figures/x.svg``, so that the
+    notebook's own paths stay); return the paths used."""
+    from autograder.i18n import localized_figure
+
     used = []
     for cell in nb.cells:
         if cell.cell_type == "markdown" and "{figure}" in cell.source:
@@ -272,7 +278,7 @@ def with_plain_figures(nb: nbformat.NotebookNode, dest: Path | None = None) -> l
             used += paths
     if dest is not None:
         for rel in used:
-            src = nbs.ROOT / "book" / rel
+            src = localized_figure(nbs.ROOT / "book" / rel, lang)
             if src.is_file():
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(src, dest / rel)
@@ -374,6 +380,6 @@ def write_launchables(dest: Path, root: Path = nbs.ROOT, lang: str = "en") -> li
         nb = launchable(nbs.read(path), root, lang, page)
         target = dest / path.name
         nbformat.write(nb, target)
-        with_plain_figures(nbs.read(path), dest)  # the image files the notebook shows
+        with_plain_figures(nbs.read(path), dest, lang)  # the image files the notebook shows
         written.append(target)
     return written

@@ -33,7 +33,15 @@ def test_translated_catalogs_are_complete_current_and_keep_their_markup():
     with the source, and does every translation anywhere keep its roles, code, math, links
     and term pairs, with terms.tsv agreeing with the glossary? Each problem names its place."""
     listed = catalogs.manifest(ZH)
-    required = {"course", "sphinx", "book/masking", "book/glossary", "book/intro", "README"}
+    required = {
+        "course",
+        "sphinx",
+        "figures",
+        "book/masking",
+        "book/glossary",
+        "book/intro",
+        "README",
+    }
     assert required <= set(listed)
     assert all((i18n.catalog_dir(ZH) / f"{d}.po").exists() for d in listed), listed
     problems = list(catalogs.problems(ZH))
@@ -128,6 +136,26 @@ def test_a_translation_that_breaks_markup_fails(repo, contains, breaks, expected
     entry = _edit_entry(repo, "book/masking", contains, msgstr=lambda e: breaks(e.msgstr))
     found = catalogs.markup_problems(ZH, "book/masking", repo)
     assert any(expected in p and f"masking.po:{entry.linenum}" in p for p in found), found
+
+
+def test_a_changed_diagram_label_fails_until_make_catalogs(repo):
+    """If a label of the diagrams changes in make_diagrams.py, does the check of the catalog
+    ``figures`` name the new label's line and the stale entry; and does a translation that
+    drops a template's field, or renders a term otherwise, fail?"""
+    path = repo / catalogs.DIAGRAMS
+    text = path.read_text()
+    line = 1 + text[: text.index('tr("runs once")')].count("\n")
+    path.write_text(text.replace('tr("runs once")', 'tr("runs only once")'))
+    found = catalogs.completeness_problems(ZH, catalogs.FIGURES, repo)
+    assert any(
+        f"{catalogs.DIAGRAMS}, line {line}: not in" in p and "runs only once" in p for p in found
+    ), found
+    assert any("'runs once' is no longer in the source" in p for p in found), found
+    entry = _edit_entry(repo, catalogs.FIGURES, "query heads, g = {g}", msgstr="8 个查询头")
+    found = catalogs.markup_problems(ZH, catalogs.FIGURES, repo)
+    assert any(f"figures.po:{entry.linenum}: placeholders" in p for p in found), found
+    _edit_entry(repo, catalogs.FIGURES, "keys, values", msgstr="钥匙、值")
+    assert any("'key' should be 键" in p for p in catalogs.term_problems(ZH, "figures", repo))
 
 
 def test_a_role_may_change_its_title_but_not_its_target():
@@ -372,9 +400,13 @@ def test_launchables_and_release_in_chinese_keep_grades(tmp_path):
     assert i18n.gettext(ZH, YOUR_ANSWER["student"]) in [c.source for c in zh.cells]
     assert i18n.gettext(ZH, YOUR_ANSWER["student"]) != YOUR_ANSWER["student"]
     sources = {}
-    for lang in ("en", ZH):
+    for lang, figure in [("en", "masking.svg"), (ZH, "zh_CN/masking.svg")]:
         src = Course(tmp_path / lang, lang=lang).stage_source("masking")
         sources[lang] = nbs.read(src / "masking.ipynb"), (src / "README.md").read_text()
+        # the diagram in the release's language, where the notebook looks for it
+        assert (src / "figures/masking.svg").read_bytes() == (
+            ROOT / "book/figures" / figure
+        ).read_bytes()
     assert _code(sources["en"][0]) == _code(sources[ZH][0])
     assert sources[ZH][1].startswith("# 掩蔽：如何运行本章")
     assert sources[ZH][0].metadata["language"] == "zh_CN"
@@ -388,6 +420,9 @@ def test_chinese_launch_folder(tmp_path):
     assert (tmp_path / "zh" / "checks").is_dir() and (tmp_path / "zh" / "solutions").is_dir()
     assert "可运行的笔记本" in (tmp_path / "zh" / "README.md").read_text()
     assert "# 掩蔽" in nbs.read(tmp_path / "zh" / "masking.ipynb").cells[0].source
+    assert (tmp_path / "zh/figures/masking.svg").read_bytes() == (
+        ROOT / "book/figures/zh_CN/masking.svg"
+    ).read_bytes()
     urls = launch.launch_urls("zh/masking")
     assert urls["Colab"].endswith("/blob/notebooks/zh/masking.ipynb")
 
@@ -414,6 +449,11 @@ def test_stage_of_the_chinese_book(tmp_path):
         if "mystnb" in c.metadata and "image" in c.metadata["mystnb"]
     ]
     assert alts and all(re.search(r"[\u4e00-\u9fff]", a) for a in alts)
+    # the Chinese diagrams, where Sphinx's figure_language_filename finds them
+    assert config["sphinx"]["config"]["figure_language_filename"] == i18n.FIGURE_LANGUAGE_FILENAME
+    assert (tmp_path / "book/figures/zh_CN/masking.svg").read_bytes() == (
+        ROOT / "book/figures/zh_CN/masking.svg"
+    ).read_bytes()
 
 
 @pytest.mark.parametrize(
@@ -440,3 +480,42 @@ def test_pages_not_fully_translated_say_so(monkeypatch):
     assert not incomplete(ZH, "search")
     notice = incomplete_notice(ZH)
     assert i18n.gettext(ZH, INCOMPLETE) in notice and INCOMPLETE not in notice
+
+
+def test_the_chinese_book_shows_the_chinese_diagrams(tmp_path):
+    """Does a page of the Chinese book show the Chinese diagram? The Sphinx settings of the
+    Chinese stage, given to a Sphinx build of a chapter's figure cell with myst-nb (as the
+    book parses it), make the page's image the file of book/figures/zh_CN/; without them
+    (the English book) it is the English one."""
+    import yaml
+    from sphinx.application import Sphinx
+
+    text = book.localize_config((ROOT / "_config.yml").read_text(), ZH, "reader")
+    settings = yaml.safe_load(text)["sphinx"]["config"]
+    assert settings["figure_language_filename"] == i18n.FIGURE_LANGUAGE_FILENAME
+    chapter = nbs.read(nbs.notebook_path("masking"))
+    cell = next(c for c in chapter.cells if c.cell_type == "markdown" and "{figure}" in c.source)
+    assert "figures/masking.svg" in cell.source
+    figures = ROOT / "book" / "figures"
+    for code, shown in [(ZH, figures / "zh_CN" / "masking.svg"), ("en", figures / "masking.svg")]:
+        src = tmp_path / code
+        shutil.copytree(figures, src / "figures", ignore=shutil.ignore_patterns("*.py"))
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(cell.source)])
+        nb.metadata = chapter.metadata
+        nbformat.write(nb, src / "page.ipynb")
+        (src / "conf.py").write_text("")
+        config = {
+            "extensions": ["myst_nb"],
+            "myst_enable_extensions": sorted(EXT),
+            "nb_execution_mode": "off",
+            "root_doc": "page",
+            "language": i18n.language(code).locale,
+        }
+        if code != "en":
+            config["figure_language_filename"] = settings["figure_language_filename"]
+        out = src / "_build"
+        Sphinx(src, src, out, out / ".doctrees", "html", config, status=None).build()
+        html = (out / "page.html").read_text(encoding="utf-8")
+        images = re.findall(r'<img [^>]*src="([^"]+\.svg)"', html)
+        assert images == ["_images/masking.svg"], images
+        assert (out / images[0]).read_bytes() == shown.read_bytes(), f"{code}: not {shown}"

@@ -50,6 +50,10 @@ LANGUAGES = {
 }
 LOCALE = "locale"
 COURSE = "course"  # the domain of the tools' own messages
+# Where a translated image is (Sphinx's `figure_language_filename`, set in a translated build):
+# book/figures/zh_CN/masking.svg for book/figures/masking.svg. make_diagrams.py draws the
+# diagrams there; a translated build, download or release shows it where it exists.
+FIGURE_LANGUAGE_FILENAME = "{path}{language}/{basename}{ext}"
 
 
 def language(code: str) -> Language:
@@ -96,3 +100,18 @@ def translations(code: str, domain: str, root: Path = nbs.ROOT) -> dict[str, str
 def gettext(code: str, msgid: str, root: Path = nbs.ROOT) -> str:
     """``msgid`` (a message of the course's tools) in language ``code``, or as it is."""
     return translations(code, COURSE, root).get(msgid, msgid)
+
+
+def localized_figure(path: Path, code: str) -> Path:
+    """The image file ``path`` in language ``code``: its translation where it exists (found
+    as Sphinx finds it, with ``FIGURE_LANGUAGE_FILENAME``), else ``path`` itself."""
+    if code == SOURCE:
+        return path
+    parent = f"{path.parent}/"
+    translated = Path(
+        FIGURE_LANGUAGE_FILENAME.format(
+            root=str(path.with_suffix("")), ext=path.suffix, path=parent,
+            basename=path.stem, docpath="", language=language(code).locale,
+        )
+    )  # fmt: skip
+    return translated if translated.is_file() else path

@@ -8,6 +8,11 @@ here, in the staged copy:
 - a code cell's figure caption, image alt text and fold prompts (``metadata.mystnb``);
 - the title, the solution folds' prompts and the footer in ``_config.yml``.
 
+Its figures are the translated diagrams (``book/figures/zh_CN/<name>.svg``, drawn by
+``book/figures/make_diagrams.py`` from the catalog ``figures``): Sphinx's
+``figure_language_filename`` picks, for every image a page shows, the file of the build's
+language where there is one.
+
 The page catalogs are copied into the stage (``locale/``), where Sphinx compiles them,
 so that nothing is ever written into the repository's ``locale/``.
 """
@@ -45,6 +50,7 @@ def localize_config(
     sphinx["language"] = i18n.language(code).locale
     sphinx["locale_dirs"] = [i18n.LOCALE]
     sphinx["gettext_compact"] = False
+    sphinx["figure_language_filename"] = i18n.FIGURE_LANGUAGE_FILENAME
     published = sphinx.get("course_languages") or [i18n.SOURCE]
     sphinx["course_languages"] = list(dict.fromkeys([*published, code]))
     if dest is not None and code == "zh":  # the search index's words: jieba, and our terms

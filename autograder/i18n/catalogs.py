@@ -9,8 +9,9 @@
    page), adds a notebook's image alt texts and fold prompts (cell metadata, which
    Sphinx never extracts), and gives every message the place of its source
    (``book/masking.ipynb:70003`` is cell 7, line 3, as myst-nb counts); and writes the
-   templates of ``course``, ``sphinx`` and ``README`` (README.md's student part,
-   :mod:`.readme`);
+   templates of ``course``, ``sphinx``, ``figures`` (the diagrams' labels, read out of
+   ``book/figures/make_diagrams.py``: :func:`figure_messages`) and ``README`` (README.md's
+   student part, :mod:`.readme`);
 3. ``sphinx-intl update`` merges the templates into ``locale/<locale>/LC_MESSAGES``: new
    messages come in untranslated, changed ones fuzzy with the old translation, removed
    ones go;
@@ -28,6 +29,7 @@ and the term pairs of ``terms.tsv`` (:func:`term_problems`).
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -44,6 +46,8 @@ from autograder.i18n import markdown, pages, readme
 MANIFEST = "translated.txt"
 TERMS = "terms.tsv"
 EDITIONS = "autograder/editions.py"
+DIAGRAMS = "book/figures/make_diagrams.py"
+FIGURES = "figures"  # the domain of the diagrams' labels
 SEARCH_BAR = "Search this book..."
 HEADER = (
     "Translations of Attention, Step by Step: see autograder/i18n/__init__.py.\n"
@@ -61,6 +65,7 @@ class CourseMessage:
     note: str = ""  # for the translator
     python_format: bool = False
     staged: bool = False  # written into the staged pages (not part of any page's catalog)
+    line: int = 1  # where in that file
 
 
 def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
@@ -121,7 +126,54 @@ def theme_messages() -> list[CourseMessage]:
     return [CourseMessage(m, "pydata-sphinx-theme", "a template string") for m in THEME_TEMPLATES]
 
 
-UI = {"course": course_messages, "sphinx": lambda root=None: theme_messages()}
+class FigureMessageError(ValueError):
+    """A label of book/figures/make_diagrams.py that ``make catalogs`` cannot read."""
+
+
+def _is_call(node, name: str) -> bool:
+    return isinstance(node, ast.Call) and getattr(node.func, "id", "") == name
+
+
+def figure_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
+    """The words of the diagrams (``book/figures/make_diagrams.py``), as xgettext would find
+    them: the literal argument of every ``tr(...)`` call and the title of every
+    ``@diagram(name, title, alt)``, in the order of the file, each with its line and its
+    diagram. (The alt text is a message of the page that shows the figure, not one of these.)
+    A ``tr`` whose argument is not a literal string is an error: its text could not be
+    translated."""
+    path = root / DIAGRAMS
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for top in tree.body:
+        if not isinstance(top, ast.FunctionDef):
+            continue
+        where = f"a label drawn by {top.name}()"
+        for decorator in top.decorator_list:
+            if _is_call(decorator, "diagram"):
+                name, title = decorator.args[0].value, decorator.args[1]
+                where = f"a label of {name}.svg"
+                note = f"the title of {name}.svg"
+                found.append(CourseMessage(title.value, DIAGRAMS, note, line=title.lineno))
+        for node in ast.walk(top):
+            if not _is_call(node, "tr"):
+                continue
+            arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+            if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                raise FigureMessageError(
+                    f"{DIAGRAMS}:{node.lineno}: tr() takes one literal string, so that "
+                    "`make catalogs` can read it; fill in a template's fields after it: "
+                    'tr("example {b}").format(b=b)'
+                )
+            template = bool(PLACEHOLDER.search(arg.value))
+            found.append(CourseMessage(arg.value, DIAGRAMS, where, template, line=arg.lineno))
+    return sorted(found, key=lambda m: m.line)
+
+
+UI = {
+    "course": course_messages,
+    "sphinx": lambda root=None: theme_messages(),
+    FIGURES: figure_messages,
+}
 
 
 # ---------------------------------------------------------------- templates
@@ -176,22 +228,32 @@ def write_templates(pot_dir: Path, root: Path = nbs.ROOT) -> list[str]:
         pot[:] = entries
         pot.header = HEADER
         pot.save(str(path))
-    for domain, messages in UI.items():
-        _save_template(
-            pot_dir / f"{domain}.pot",
-            [
-                polib.POEntry(
-                    msgid=m.msgid,
-                    msgstr="",
-                    occurrences=[(m.where, "1")],
-                    comment=m.note,
-                    flags=["python-brace-format"] if m.python_format else [],
-                )
-                for m in messages(root)
-            ],
-        )
+    for domain in UI:
+        write_ui_template(pot_dir, domain, root)
     write_readme_template(pot_dir, root)
     return unplaced
+
+
+def write_ui_template(pot_dir: Path, domain: str, root: Path = nbs.ROOT) -> None:
+    """``<domain>.pot`` of a catalog that is not a page's: ``course``, ``sphinx``, ``figures``."""
+    import polib
+
+    entries: dict[str, polib.POEntry] = {}
+    for m in UI[domain](root):  # a message said in several places is one entry
+        entry = entries.get(m.msgid)
+        if entry is None:
+            entries[m.msgid] = polib.POEntry(
+                msgid=m.msgid,
+                msgstr="",
+                occurrences=[(m.where, str(m.line))],
+                comment=m.note,
+                flags=["python-brace-format"] if m.python_format else [],
+            )
+        else:
+            entry.occurrences.append((m.where, str(m.line)))
+            if m.note not in entry.comment.split("; "):
+                entry.comment += f"; {m.note}"
+    _save_template(pot_dir / f"{domain}.pot", list(entries.values()))
 
 
 def write_readme_template(pot_dir: Path, root: Path = nbs.ROOT) -> None:
@@ -289,7 +351,7 @@ def source_messages(domain: str, root: Path = nbs.ROOT) -> list[pages.Message]:
     if domain == readme.DOMAIN:
         return readme.messages(root)
     if domain in UI:
-        return [pages.Message(m.msgid, m.where, 1, kind=domain) for m in UI[domain](root)]
+        return [pages.Message(m.msgid, m.where, m.line, kind=domain) for m in UI[domain](root)]
     return pages.page_messages(domain, root)
 
 

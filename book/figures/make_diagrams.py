@@ -1,9 +1,10 @@
-"""Draw the book's concept diagrams, one SVG per chapter's core computation.
+"""Draw the book's concept diagrams, one SVG per chapter's core computation, in every language.
 
 Run from the repository root::
 
-    python book/figures/make_diagrams.py          # rewrite every SVG in book/figures/
-    python book/figures/make_diagrams.py --check  # exit 1 if a committed SVG differs
+    python book/figures/make_diagrams.py            # rewrite every SVG, in every language
+    python book/figures/make_diagrams.py --check    # exit 1 if a committed SVG differs
+    python book/figures/make_diagrams.py --lang zh  # only the Chinese ones
 
 The output is deterministic: the same matplotlib (pinned in requirements.lock) writes the same
 bytes. Text is drawn as paths (``svg.fonttype: path``) with matplotlib's own DejaVu fonts, so a
@@ -16,33 +17,60 @@ Each diagram is a function registered with ``@diagram(name, title, alt)``: it wr
 ``alt`` given here, word for word (the test checks that too), and the SVG carries it as its
 ``<desc>``.
 
+Languages. Every label with words goes through :func:`tr`, and so do the titles: English is
+the text written here; another language's comes from the gettext catalog ``figures``
+(``locale/<locale>/LC_MESSAGES/figures.po``), whose messages ``make catalogs`` reads out of
+this file (``autograder/i18n/catalogs.py``: the literal argument of every ``tr`` call and the
+title of every ``@diagram``). Symbols and formulas (``q``, ``W_q``, ``(B, m, n)``,
+``softmax(QKᵀ/√d) V``) are drawn as they are. The Chinese diagrams are written to
+``book/figures/zh_CN/<name>.svg``, where the Chinese book finds them (Sphinx's
+``figure_language_filename``, set by ``autograder/i18n/book.py``); their ``<desc>`` is the
+translation of the alt text from the catalog of the page that shows the figure. Chinese is
+drawn with Noto Sans CJK SC from Debian's fonts-noto-cjk (``make system``), glyph by glyph
+after DejaVu Sans, so that Latin letters, Greek and symbols look as in English; without that
+font the generator stops with an error rather than draw empty boxes.
+
 Diagrams are data. Every probability distribution a diagram draws (attention weights, printed or
 shaded) is taken from ``DISTRIBUTIONS`` below, as the numbers the reader sees, and the test checks
 that each sums to 1. ``texts_outside(fig)`` measures every text as the SVG writer lays it out;
-``main`` refuses to write a diagram whose text leaves the figure, and the test checks every one.
+``main`` refuses to write a diagram whose text leaves the figure or has a character no font
+draws, and the test checks every one, in every language.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import math
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
+from matplotlib.font_manager import FontPath, FontProperties, get_font
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]  # the repository: its locale/ holds the catalogs
 
 # Every text names its font file: matplotlib's own DejaVu Sans, the same bytes wherever the
 # pinned matplotlib is installed. (By family name, a system copy of another version could win.)
 # No pyplot, so importing this module changes no backend or global state.
 _FONTS = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 FONT_FILES = {"normal": _FONTS / "DejaVuSans.ttf", "bold": _FONTS / "DejaVuSans-Bold.ttf"}
+# Chinese: Noto Sans CJK SC, a face of the collections in Debian's fonts-noto-cjk.
+_NOTO = Path("/usr/share/fonts/opentype/noto")
+CJK_FONT_FILES = {
+    "normal": _NOTO / "NotoSansCJK-Regular.ttc",
+    "bold": _NOTO / "NotoSansCJK-Bold.ttc",
+}
+CJK_FAMILY = "Noto Sans CJK SC"
+# The languages drawn: code (as COURSE_LANG) -> the folder of its SVGs under book/figures/
+# (its locale, the `{language}` of Sphinx's figure_language_filename).
+LANGUAGES = {"en": "", "zh": "zh_CN"}
 
 
 # Every text is drawn at least this large (in points), so that a diagram scaled down to a
@@ -50,8 +78,122 @@ FONT_FILES = {"normal": _FONTS / "DejaVuSans.ttf", "bold": _FONTS / "DejaVuSans-
 MIN_SIZE = 9.5
 
 
+class FontMissing(RuntimeError):
+    """A language's labels need a font that is not installed."""
+
+
+@dataclass
+class _Drawing:
+    lang: str = "en"
+    messages: set | None = None  # the msgids tr() was asked for while drawing
+
+
+_NOW = _Drawing()
+
+
+@contextmanager
+def drawing(lang: str):
+    """Draw in language ``lang`` (a key of ``LANGUAGES``) inside this block."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; the diagrams are drawn in {list(LANGUAGES)}")
+    before = _NOW.lang, _NOW.messages
+    _NOW.lang, _NOW.messages = lang, set()
+    try:
+        yield _NOW
+    finally:
+        _NOW.lang, _NOW.messages = before
+
+
+def tr(msgid: str) -> str:
+    """``msgid``, a label's English, in the language being drawn: its translation in the
+    catalog ``figures``, or the English where there is none yet (as Sphinx does for a page).
+
+    ``make catalogs`` finds the messages by reading this file: call ``tr`` with a literal
+    string, and fill a template's fields after it: ``tr("example {b}").format(b=b)``.
+    """
+    if _NOW.messages is not None:
+        _NOW.messages.add(msgid)
+    return _translated(msgid, _NOW.lang)
+
+
+def _translated(msgid: str, lang: str) -> str:
+    if lang == "en":
+        return msgid
+    from autograder import i18n
+
+    return i18n.translations(lang, "figures", ROOT).get(msgid) or msgid
+
+
+def translated_alt(d: Diagram, lang: str) -> str:
+    """The alt text of ``d`` in ``lang``: its translation in the catalog of a page that shows
+    the figure (the alt text is that page's message, not the diagrams'), or the English."""
+    if lang == "en":
+        return d.alt
+    from autograder import i18n
+    from autograder import notebooks as nbs
+
+    for page in nbs.toc_files(ROOT):
+        found = i18n.translations(lang, page, ROOT).get(d.alt)
+        if found:
+            return " ".join(found.split())
+    return d.alt
+
+
+@functools.cache
+def _cjk_font(weight: str) -> FontPath:
+    """The face of Noto Sans CJK SC in its collection, or :class:`FontMissing`."""
+    from matplotlib import ft2font
+
+    path = CJK_FONT_FILES[weight]
+    if path.exists():
+        for index in range(ft2font.FT2Font(str(path)).num_faces):
+            if ft2font.FT2Font(str(path), face_index=index).family_name == CJK_FAMILY:
+                return FontPath(str(path), index)
+    raise FontMissing(
+        f"the Chinese diagrams need the font {CJK_FAMILY} ({weight}), which is not in {path}: "
+        "install Debian's fonts-noto-cjk (`make system`). Without it Chinese labels would be "
+        "drawn as empty boxes, so nothing was written."
+    )
+
+
+def cjk_font_version() -> str:
+    """The version of the Noto Sans CJK SC drawn with (another version draws other bytes)."""
+    from matplotlib import ft2font
+
+    font = _cjk_font("normal")
+    names = ft2font.FT2Font(font.path, face_index=font.face_index).get_sfnt()
+    version = next((v for k, v in names.items() if k[0] == 3 and k[3] == 5), b"")
+    return f"{CJK_FAMILY} {version.decode('utf-16-be').split(';')[0]}"
+
+
+class _WithCJK(FontProperties):
+    """DejaVu Sans, then Noto Sans CJK SC for the glyphs DejaVu lacks.
+
+    matplotlib falls back glyph by glyph through a text's list of families, each found by
+    name; here each family names its file, as English texts do (a system font of the same
+    name never wins), so a Chinese label keeps the English diagrams' Latin letters, Greek
+    and symbols.
+    """
+
+    def __init__(self, size, weight="normal"):
+        super().__init__(family=["dejavu", "cjk"], size=size)
+        # a tuple: FontProperties hashes the values of its __dict__
+        self._files = (("dejavu", str(FONT_FILES[weight])), ("cjk", _cjk_font(weight)))
+
+    def get_file(self):
+        family = self.get_family()
+        return dict(self._files)[family[0]] if len(family) == 1 else None
+
+    def __copy__(self):  # FontProperties.copy() would return the base class
+        new = _WithCJK.__new__(_WithCJK)
+        new.__dict__.update(self.__dict__)
+        return new
+
+
 def font(size, weight="normal"):
-    return FontProperties(fname=FONT_FILES[weight], size=max(size, MIN_SIZE))
+    if _NOW.lang == "en":
+        return FontProperties(fname=FONT_FILES[weight], size=max(size, MIN_SIZE))
+    return _WithCJK(max(size, MIN_SIZE), weight)
 
 
 RC = {
@@ -233,9 +375,9 @@ def attention_pooling():
     fig, ax = canvas(5.6, 3.7)
     rows = [2.75, 2.1, 1.45, 0.8]
     weights = [float(w) for w in POOLING_WEIGHTS]  # the softmax of POOLING_SCORES, as shown
-    box(ax, 0.5, 3.4, 0.62, 0.36, "query q", QUERY, size=10)
-    label(ax, 1.25, 3.4, "keys", size=10, color="#555555")
-    label(ax, 4.15, 3.4, "values", size=10, color="#555555")
+    box(ax, 0.5, 3.4, 0.62, 0.36, tr("query q"), QUERY, size=10)
+    label(ax, 1.25, 3.4, tr("keys"), size=10, color="#555555")
+    label(ax, 4.15, 3.4, tr("values"), size=10, color="#555555")
     ax.plot([0.5, 0.5], [3.22, rows[-1]], color=EDGE, lw=1.1)
     for i, (y, w) in enumerate(zip(rows, weights, strict=True)):
         ax.plot([0.5, 0.83], [y, y], color=EDGE, lw=1.1)
@@ -264,7 +406,7 @@ def attention_pooling():
         color=EDGE,
         lw=1.0,
     )
-    label(ax, 2.86, 0.34, "softmax over the keys:\nα ≥ 0, Σα = 1", size=9, color="#333333")
+    label(ax, 2.86, 0.34, tr("softmax over the keys:\nα ≥ 0, Σα = 1"), size=9, color="#333333")
     box(ax, 5.0, 1.78, 0.44, 0.44, "Σ", OP, size=14)
     arrow(ax, (5.0, 1.56), (5.0, 0.75))
     box(ax, 5.0, 0.55, 0.95, 0.36, "f(q) = Σ αᵢ vᵢ", OUT, size=9)
@@ -284,7 +426,7 @@ def masking():
     fig, ax = canvas(5.6, 4.3)
     c = 0.36
     # positions row and lengths column
-    label(ax, 1.55 + 2.5 * c, 4.12, "positions, (1, 5)", size=10)
+    label(ax, 1.55 + 2.5 * c, 4.12, tr("positions, (1, 5)"), size=10)
     grid(ax, 1.55, 3.95, 1, 5, c, fc=OP, labels=lambda i, j: str(j), size=10)
     label(ax, 0.55, 3.05, "valid_len\n(2, 1)", size=10)
     grid(ax, 0.95, 3.4, 2, 1, c, fc=KEY, labels=lambda i, j: "23"[i], size=10)
@@ -305,17 +447,17 @@ def masking():
         ax,
         1.55 + 5 * c + 0.12,
         3.05,
-        "mask, (2, 5):\nT = valid key,\nF = padding",
+        tr("mask, (2, 5):\nT = valid key,\nF = padding"),
         size=10,
         ha="left",
     )
     ax.plot([0.2, 5.4], [2.45, 2.45], color="#bbbbbb", lw=0.8, ls="--")
     # one row through the masked softmax
     scores, valid = MASKING_SCORES, MASKING_VALID
-    label(ax, 0.7, 2.0, "scores\nrow 1", size=10)
+    label(ax, 0.7, 2.0, tr("scores\nrow 1"), size=10)
     grid(ax, 1.55, 2.18, 1, 5, c, fc=WEIGHT, labels=lambda i, j: scores[j], size=9)
-    arrow(ax, (1.55 + 2.5 * c, 1.8), (1.55 + 2.5 * c, 1.42), "mask: F → −∞", offset=(1.05, 0))
-    label(ax, 0.7, 1.2, "masked", size=10)
+    arrow(ax, (1.55 + 2.5 * c, 1.8), (1.55 + 2.5 * c, 1.42), tr("mask: F → −∞"), offset=(1.05, 0))
+    label(ax, 0.7, 1.2, tr("masked"), size=10)
     grid(
         ax,
         1.55,
@@ -328,9 +470,13 @@ def masking():
         size=9,
     )
     arrow(
-        ax, (1.55 + 2.5 * c, 1.0), (1.55 + 2.5 * c, 0.62), "softmax over the row", offset=(1.25, 0)
+        ax,
+        (1.55 + 2.5 * c, 1.0),
+        (1.55 + 2.5 * c, 0.62),
+        tr("softmax over the row"),
+        offset=(1.25, 0),
     )
-    label(ax, 0.7, 0.4, "weights", size=10)
+    label(ax, 0.7, 0.4, tr("weights"), size=10)
     weights = MASKING_WEIGHTS
     grid(
         ax,
@@ -343,7 +489,7 @@ def masking():
         labels=lambda i, j: weights[j],
         size=9,
     )
-    label(ax, 1.55 + 5 * c + 0.12, 0.4, "padding: exactly 0", size=10, ha="left")
+    label(ax, 1.55 + 5 * c + 0.12, 0.4, tr("padding: exactly 0"), size=10, ha="left")
     return fig
 
 
@@ -372,11 +518,11 @@ def additive_attention():
 
     # keys row, top
     gx, gy = 1.55, 2.65  # bottom-left of the grid's top row
-    label(ax, gx + n * c / 2, 3.95, "keys  (B, 1, n, h)", size=10)
+    label(ax, gx + n * c / 2, 3.95, tr("keys  (B, 1, n, h)"), size=10)
     for j in range(n):
         stack(gx + j * c, 3.35, KEY, f"k{j + 1}".translate(SUB))
     # queries column, left
-    label(ax, 0.5, gy - c, "queries\n(B, m, 1, h)", size=10)
+    label(ax, 0.5, gy - c, tr("queries\n(B, m, 1, h)"), size=10)
     for i in range(m):
         stack(1.0, gy - i * c, QUERY, f"q{i + 1}".translate(SUB))
     label(ax, 1.42, 3.55, "+", size=16)
@@ -388,17 +534,17 @@ def additive_attention():
         ax,
         gx + n * c + 0.25,
         gy - 0.2,
-        "(B, m, n, h)\ncell (i, j):\nW_q qᵢ + W_k kⱼ",
+        tr("(B, m, n, h)\ncell (i, j):\nW_q qᵢ + W_k kⱼ"),
         size=9,
         ha="left",
     )
     # tanh and w_v
     y0 = gy - m * c + 0.2
     arrow(ax, (gx + n * c / 2, y0), (gx + n * c / 2, y0 - 0.45))
-    label(ax, gx + n * c / 2 + 0.15, y0 - 0.22, "tanh, then · w_v  (h → 1)", size=10, ha="left")
+    label(ax, gx + n * c / 2 + 0.15, y0 - 0.22, tr("tanh, then · w_v  (h → 1)"), size=10, ha="left")
     sy = y0 - 0.55
     grid(ax, gx, sy, m, n, c * 0.8, fc=WEIGHT)
-    label(ax, gx + n * c * 0.8 + 0.2, sy - m * c * 0.4, "scores\n(B, m, n)", size=10, ha="left")
+    label(ax, gx + n * c * 0.8 + 0.2, sy - m * c * 0.4, tr("scores\n(B, m, n)"), size=10, ha="left")
     return fig
 
 
@@ -430,27 +576,32 @@ def dot_product_attention():
     label(ax, x + 0.25, 3.15, "/ √d", size=11)
     label(ax, x + 0.62, 3.15, "=", size=14)
     sx = x + 0.85
-    x = _matrix(ax, sx, 3.45, 3, 5, c, WEIGHT, "scores S", "m × n")
+    x = _matrix(ax, sx, 3.45, 3, 5, c, WEIGHT, tr("scores S"), "m × n")
     arrow(ax, (sx + 2.5 * c, 2.4), (sx + 2.5 * c, 1.95))
     label(
-        ax, sx + 2.5 * c + 0.15, 2.18, "masked softmax over\neach row (the keys)", size=9, ha="left"
+        ax,
+        sx + 2.5 * c + 0.15,
+        2.18,
+        tr("masked softmax over\neach row (the keys)"),
+        size=9,
+        ha="left",
     )
 
     def shade(i, j):
         a = float(SDPA_WEIGHTS[i][j])
         return (1.0, 1 - 0.75 * a / 0.6, 1 - 0.75 * a / 0.6)
 
-    x = _matrix(ax, sx, 1.55, 3, 5, c, shade, "weights A", "m × n")
+    x = _matrix(ax, sx, 1.55, 3, 5, c, shade, tr("weights A"), "m × n")
     label(ax, sx - 0.3, 1.25, "=", size=14)
     ox = sx - 0.55 - 3 * c
-    _matrix(ax, ox, 1.55, 3, 3, c, OUT, "output", "m × v")
+    _matrix(ax, ox, 1.55, 3, 3, c, OUT, tr("output"), "m × v")
     label(ax, x + 0.22, 1.25, "·", size=18)
     _matrix(ax, x + 0.42, 1.55, 5, 3, c, VALUE, "V", "n × v")
     label(
         ax,
         0.35,
         0.3,
-        "scores: (B, m, d) × (B, d, n) → (B, m, n)\noutput: (B, m, n) × (B, n, v) → (B, m, v)",
+        tr("scores: (B, m, d) × (B, d, n) → (B, m, n)\noutput: (B, m, n) × (B, n, v) → (B, m, v)"),
         size=9.5,
         ha="left",
         color="#333333",
@@ -477,12 +628,12 @@ def bilinear_attention():
     label(ax, x + 0.17, y - 0.1, "·", size=18)
     x = _matrix(ax, x + 0.34, y, 4, 1, c, KEY, "k", "d_k × 1")
     label(ax, x + 0.25, y - 0.1, "=", size=14)
-    x = _matrix(ax, x + 0.5, y, 1, 1, c, WEIGHT, "score", "1 × 1")
+    x = _matrix(ax, x + 0.5, y, 1, 1, c, WEIGHT, tr("score"), "1 × 1")
     label(
         ax,
         x + 0.3,
         y - 0.1,
-        "qᵀW: the query carried\ninto the key space",
+        tr("qᵀW: the query carried\ninto the key space"),
         size=9,
         ha="left",
         color="#333333",
@@ -515,24 +666,26 @@ def self_attention():
     fig, ax = canvas(6.0, 3.9)
     # panel titles
     cols = [1.0, 3.0, 5.0]
-    for x, t in zip(cols, ["1. pooling", "2. attention layer", "3. self-attention"], strict=True):
+    for x, t in zip(
+        cols, [tr("1. pooling"), tr("2. attention layer"), tr("3. self-attention")], strict=True
+    ):
         label(ax, x, 3.7, t, size=11, fontweight="bold")
     for x in (2.0, 4.0):
         ax.plot([x, x], [0.15, 3.8], color="#cccccc", lw=0.8)
     # 1: one query, given keys/values
     box(ax, 0.55, 3.05, 0.6, 0.34, "q", QUERY, size=10)
-    box(ax, 1.45, 3.05, 0.75, 0.34, "k, v pairs", KEY, size=9)
+    box(ax, 1.45, 3.05, 0.75, 0.34, tr("k, v pairs"), KEY, size=9)
     att = [(x, 1.95) for x in cols]
     for x, y in att[:1]:
-        box(ax, x, y, 1.3, 0.42, "softmax(a(q, kᵢ))\nweights · v", OP, size=9)
+        box(ax, x, y, 1.3, 0.42, tr("softmax(a(q, kᵢ))\nweights · v"), OP, size=9)
     arrow(ax, (0.55, 2.88), (0.75, 2.17))
     arrow(ax, (1.45, 2.88), (1.25, 2.17))
-    box(ax, 1.0, 0.95, 1.1, 0.34, "one output", OUT, size=10)
+    box(ax, 1.0, 0.95, 1.1, 0.34, tr("one output"), OUT, size=10)
     arrow(ax, (1.0, 1.74), (1.0, 1.12))
-    label(ax, 1.0, 0.45, "query: (1, d)\nkeys: (n, d)", size=9, color="#333333")
+    label(ax, 1.0, 0.45, tr("query: (1, d)\nkeys: (n, d)"), size=9, color="#333333")
     # 2: m queries from one source, keys and values from another
-    box(ax, 2.5, 3.05, 0.75, 0.34, "decoder", "#f4f4f4", size=9)
-    box(ax, 3.5, 3.05, 0.75, 0.34, "encoder", "#f4f4f4", size=9)
+    box(ax, 2.5, 3.05, 0.75, 0.34, tr("decoder"), "#f4f4f4", size=9)
+    box(ax, 3.5, 3.05, 0.75, 0.34, tr("encoder"), "#f4f4f4", size=9)
     box(ax, 2.5, 2.55, 0.6, 0.3, "Q", QUERY, size=10)
     box(ax, 3.3, 2.55, 0.4, 0.3, "K", KEY, size=10)
     box(ax, 3.75, 2.55, 0.4, 0.3, "V", VALUE, size=10)
@@ -542,7 +695,7 @@ def self_attention():
     box(ax, 3.0, 1.95, 1.5, 0.42, "softmax(QKᵀ/√d) V", OP, size=9)
     for x0 in (2.5, 3.3, 3.75):
         arrow(ax, (x0, 2.4), (3.0 + (x0 - 3.1) * 0.5, 2.17))
-    box(ax, 3.0, 0.95, 1.1, 0.34, "m outputs", OUT, size=10)
+    box(ax, 3.0, 0.95, 1.1, 0.34, tr("m outputs"), OUT, size=10)
     arrow(ax, (3.0, 1.74), (3.0, 1.12))
     label(ax, 3.0, 0.45, "Q: (m, d)\nK, V: (n, d), (n, v)", size=9, color="#333333")
     # 3: all from X
@@ -552,9 +705,9 @@ def self_attention():
         arrow(ax, (5.0 + (x0 - 5.0) * 0.4, 3.0), (x0, 2.7))
         arrow(ax, (x0, 2.4), (5.0 + (x0 - 5.0) * 0.5, 2.17))
     box(ax, 5.0, 1.95, 1.5, 0.42, "softmax(QKᵀ/√d) V", OP, size=9)
-    box(ax, 5.0, 0.95, 1.1, 0.34, "N outputs", OUT, size=10)
+    box(ax, 5.0, 0.95, 1.1, 0.34, tr("N outputs"), OUT, size=10)
     arrow(ax, (5.0, 1.74), (5.0, 1.12))
-    label(ax, 5.0, 0.45, "X: (N, D_X)\nweights: (N, N)", size=9, color="#333333")
+    label(ax, 5.0, 0.45, tr("X: (N, D_X)\nweights: (N, N)"), size=9, color="#333333")
     return fig
 
 
@@ -577,12 +730,17 @@ def multi_head_attention():
     for b in range(2):
         x0 = 0.35 + b * 1.35
         grid(ax, x0, 4.1, T, h * dh, c, fc=lambda i, j: HEADS[j // dh])
-        label(ax, x0 + h * dh * c / 2, 4.1 - T * c - 0.14, f"example {b}", size=9)
-    label(ax, 3.1, 3.8, "d features in h groups\nof d/h, one per head", size=9, ha="left")
+        label(ax, x0 + h * dh * c / 2, 4.1 - T * c - 0.14, tr("example {b}").format(b=b), size=9)
+    label(ax, 3.1, 3.8, tr("d features in h groups\nof d/h, one per head"), size=9, ha="left")
     arrow(ax, (ax_, 3.25), (ax_, 2.95))
-    label(ax, ax_ + 0.12, 3.1, "reshape, permute: (B, h, T, d/h)", size=9, ha="left")
+    label(ax, ax_ + 0.12, 3.1, tr("reshape, permute: (B, h, T, d/h)"), size=9, ha="left")
     label(
-        ax, 0.35, 2.78, "reshape: (B·h, T, d/h), the heads become batch entries", size=10, ha="left"
+        ax,
+        0.35,
+        2.78,
+        tr("reshape: (B·h, T, d/h), the heads become batch entries"),
+        size=10,
+        ha="left",
     )
     for k in range(2 * h):
         b, i = divmod(k, h)
@@ -590,13 +748,13 @@ def multi_head_attention():
         grid(ax, x0, 2.55, T, dh, c, fc=HEADS[i])
         label(ax, x0 + dh * c / 2, 2.55 - T * c - 0.15, f"{k} = {b}·h + {i}", size=8)
     arrow(ax, (ax_, 1.72), (ax_, 1.45))
-    box(ax, ax_, 1.25, 3.8, 0.36, "one batched attention: softmax(QKᵀ/√(d/h)) V", OP, size=9.5)
+    box(ax, ax_, 1.25, 3.8, 0.36, tr("one batched attention: softmax(QKᵀ/√(d/h)) V"), OP, size=9.5)
     arrow(ax, (ax_, 1.07), (ax_, 0.8))
-    label(ax, ax_ + 0.12, 0.93, "transpose_output: heads side by side", size=9, ha="left")
+    label(ax, ax_ + 0.12, 0.93, tr("transpose_output: heads side by side"), size=9, ha="left")
     for b in range(2):
         x0 = 0.35 + b * 1.35
         grid(ax, x0, 0.72, T, h * dh, c, fc=lambda i, j: HEADS[j // dh])
-    label(ax, 3.1, 0.4, "(B, T, d), then W_o", size=10, ha="left")
+    label(ax, 3.1, 0.4, tr("(B, T, d), then W_o"), size=10, ha="left")
     return fig
 
 
@@ -640,30 +798,30 @@ def transformer_block():
                 arrow(ax, (res_x, y), (cx + 0.12, y))
                 y += 0.12
         arrow(ax, (cx, y), (cx, y + 0.2))
-        label(ax, cx, y + 0.33, "output: (B, T, d)", size=10)
+        label(ax, cx, y + 0.33, tr("output: (B, T, d)"), size=10)
 
     post = [
         ("branch", "", None),
-        ("box", "multi-head attention", QUERY),
+        ("box", tr("multi-head attention"), QUERY),
         ("add", "", None),
-        ("box", "LayerNorm LN1", "#f2e6a6"),
+        ("box", tr("LayerNorm LN1"), "#f2e6a6"),
         ("branch", "", None),
         ("box", "FFN", VALUE),
         ("add", "", None),
-        ("box", "LayerNorm LN2", "#f2e6a6"),
+        ("box", tr("LayerNorm LN2"), "#f2e6a6"),
     ]
     pre = [
         ("branch", "", None),
-        ("box", "LayerNorm LN1", "#f2e6a6"),
-        ("box", "multi-head attention", QUERY),
+        ("box", tr("LayerNorm LN1"), "#f2e6a6"),
+        ("box", tr("multi-head attention"), QUERY),
         ("add", "", None),
         ("branch", "", None),
-        ("box", "LayerNorm LN2", "#f2e6a6"),
+        ("box", tr("LayerNorm LN2"), "#f2e6a6"),
         ("box", "FFN", VALUE),
         ("add", "", None),
     ]
-    column(1.15, "post-norm", post)
-    column(3.75, "pre-norm", pre)
+    column(1.15, tr("post-norm"), post)
+    column(3.75, tr("pre-norm"), pre)
     return fig
 
 
@@ -695,21 +853,23 @@ def encoder_decoder():
             arrow(ax, (cx, a + bh / 2), (cx, b - bh / 2))
         return ys
 
-    label(ax, ex, 3.85, "encoder", size=12, fontweight="bold")
-    label(ax, dx, 3.85, "decoder", size=12, fontweight="bold")
-    label(ax, ex, 0.15, "source tokens", size=10)
-    label(ax, dx, 0.15, "target tokens, shifted right", size=10)
+    label(ax, ex, 3.85, tr("encoder"), size=12, fontweight="bold")
+    label(ax, dx, 3.85, tr("decoder"), size=12, fontweight="bold")
+    label(ax, ex, 0.15, tr("source tokens"), size=10)
+    label(ax, dx, 0.15, tr("target tokens, shifted right"), size=10)
     y0 = 0.68
-    ey = stack(ex, y0, [("embedding + PE", "#f4f4f4"), ("self-attention", QUERY), ("FFN", VALUE)])
+    ey = stack(
+        ex, y0, [(tr("embedding + PE"), "#f4f4f4"), (tr("self-attention"), QUERY), ("FFN", VALUE)]
+    )
     dy = stack(
         dx,
         y0,
         [
-            ("embedding + PE", "#f4f4f4"),
-            ("causal self-attention", QUERY),
-            ("cross-attention", KEY),
+            (tr("embedding + PE"), "#f4f4f4"),
+            (tr("causal self-attention"), QUERY),
+            (tr("cross-attention"), KEY),
             ("FFN", VALUE),
-            ("linear + softmax", OUT),
+            (tr("linear + softmax"), OUT),
         ],
     )
     arrow(ax, (ex, 0.3), (ex, y0 - bh / 2))
@@ -731,20 +891,20 @@ def encoder_decoder():
         label(ax, cx + side * (bw / 2 + 0.17), (lo + hi) / 2, "N×", size=10, ha="center")
     # the encoder's output, the memory, is the keys and values of every cross-attention
     my = ey[2] + bh / 2 + 0.5
-    box(ax, ex, my, 1.1, 0.32, "memory", "#f4f4f4", size=10)
+    box(ax, ex, my, 1.1, 0.32, tr("memory"), "#f4f4f4", size=10)
     arrow(ax, (ex, ey[2] + bh / 2), (ex, my - 0.16))
     mid = (ex + bw / 2 + dx - bw / 2) / 2
     ax.plot([ex + 0.55, mid, mid], [my, my, dy[2]], color=EDGE, lw=1.1)
     arrow(ax, (mid, dy[2]), (dx - bw / 2 - 0.1, dy[2]))
-    label(ax, mid + 0.08, my + 0.22, "keys, values", size=9)
-    label(ax, dx + 0.1, (dy[1] + dy[2]) / 2, "queries", size=9, ha="left")
+    label(ax, mid + 0.08, my + 0.22, tr("keys, values"), size=9)
+    label(ax, dx + 0.1, (dy[1] + dy[2]) / 2, tr("queries"), size=9, ha="left")
     arrow(ax, (dx, dy[4] + bh / 2), (dx, dy[4] + bh / 2 + 0.18))
-    label(ax, dx, dy[4] + bh / 2 + 0.32, "next-token probabilities", size=10)
+    label(ax, dx, dy[4] + bh / 2 + 0.32, tr("next-token probabilities"), size=10)
     label(
         ax,
         ex,
         my + 0.62,
-        "every sublayer: residual\nconnection + LayerNorm",
+        tr("every sublayer: residual\nconnection + LayerNorm"),
         size=9,
         color="#333333",
     )
@@ -767,7 +927,7 @@ def efficient_attention():
     c = 0.2
     x0, y0 = 0.75, 3.35
     rows, cols = 8, 12
-    label(ax, x0 + cols * c / 2, 3.62, "scores, m × n: never stored whole", size=10)
+    label(ax, x0 + cols * c / 2, 3.62, tr("scores, m × n: never stored whole"), size=10)
 
     def fc(i, j):
         if 2 <= i < 4:
@@ -785,13 +945,13 @@ def efficient_attention():
         ax.plot([x0, x0 + cols * c], [y0 - 2 * k * c] * 2, color=EDGE, lw=1.2)
     for k in range(4):
         label(ax, x0 + (3 * k + 1.5) * c, y0 - rows * c - 0.15, f"K{k + 1}".translate(SUB), size=10)
-    label(ax, x0 - 0.1, y0 - 3 * c, "query\nblock", size=9, ha="right")
+    label(ax, x0 - 0.1, y0 - 3 * c, tr("query\nblock"), size=9, ha="right")
     arrow(ax, (x0, y0 - rows * c - 0.45), (x0 + cols * c, y0 - rows * c - 0.45))
-    label(ax, x0 + cols * c / 2, y0 - rows * c - 0.65, "key blocks, one after another", size=9)
-    label(ax, x0 + 7.5 * c, y0 - 3 * c, "now", size=8, color="white", fontweight="bold")
+    label(ax, x0 + cols * c / 2, y0 - rows * c - 0.65, tr("key blocks, one after another"), size=9)
+    label(ax, x0 + 7.5 * c, y0 - 3 * c, tr("now"), size=8, color="white", fontweight="bold")
     # the running state
     rx = 3.55
-    label(ax, rx + 1.0, 3.62, "per query: μ, ℓ, o", size=10, fontweight="bold")
+    label(ax, rx + 1.0, 3.62, tr("per query: μ, ℓ, o"), size=10, fontweight="bold")
     steps = [
         ("μ′ = max(μ, max s)", "#f4f4f4"),
         ("ℓ′ = e^(μ−μ′) ℓ + Σ e^(s−μ′)", "#f4f4f4"),
@@ -801,10 +961,17 @@ def efficient_attention():
     for text, colour in steps:
         box(ax, rx + 1.0, y, 2.3, 0.34, text, colour, size=9)
         y -= 0.5
-    label(ax, rx + 1.0, y + 0.12, "after each key block (s: its scores)", size=8.5, color="#333333")
+    label(
+        ax,
+        rx + 1.0,
+        y + 0.12,
+        tr("after each key block (s: its scores)"),
+        size=8.5,
+        color="#333333",
+    )
     arrow(ax, (rx + 1.0, y - 0.05), (rx + 1.0, y - 0.4))
-    box(ax, rx + 1.0, y - 0.6, 2.3, 0.36, "after the last: output o / ℓ", OUT, size=9.5)
-    label(ax, rx + 1.0, y - 1.15, "extra memory: a few numbers\nper query, not m × n", size=9)
+    box(ax, rx + 1.0, y - 0.6, 2.3, 0.36, tr("after the last: output o / ℓ"), OUT, size=9.5)
+    label(ax, rx + 1.0, y - 1.15, tr("extra memory: a few numbers\nper query, not m × n"), size=9)
     return fig
 
 
@@ -826,7 +993,7 @@ def kv_cache():
     def panel(x0, with_cache):
         gx = x0 + 0.45  # the left edge of the keys' columns
         top = 3.3
-        title = "with a cache" if with_cache else "without a cache"
+        title = tr("with a cache") if with_cache else tr("without a cache")
         label(ax, gx + 2.5 * c, 3.7, title, size=11, fontweight="bold")
         # the scores: the causal triangle, or only its last row
         for i in range(5):
@@ -842,7 +1009,7 @@ def kv_cache():
             if not with_cache or i == 4:
                 ax.add_patch(Rectangle((x0, top - (i + 1) * c), c, c, fc=QUERY, ec=EDGE, lw=0.7))
         label(ax, x0 + c / 2, top + 0.14, "Q", size=10)
-        label(ax, gx + 5 * c + 0.08, top - 4.5 * c, "scores", size=9.5, ha="left")
+        label(ax, gx + 5 * c + 0.08, top - 4.5 * c, tr("scores"), size=9.5, ha="left")
         # keys and values: all computed again, or four kept and one new
         ys = []
         for row, (name, colour) in enumerate([("K", KEY), ("V", VALUE)]):
@@ -852,7 +1019,7 @@ def kv_cache():
                 fc = cached[colour] if with_cache and j < 4 else colour
                 ax.add_patch(Rectangle((gx + j * c, y - c), c, c, fc=fc, ec=EDGE, lw=0.7))
             label(ax, gx - 0.12, y - c / 2, name, size=10, ha="right")
-        side = "← new" if with_cache else "computed\nagain"
+        side = tr("← new") if with_cache else tr("computed\nagain")
         label(ax, gx + 5 * c + 0.08, (ys[0] + ys[1] - c) / 2, side, size=9.5, ha="left")
         bottom = ys[1] - c
         if with_cache:
@@ -868,14 +1035,17 @@ def kv_cache():
                     ls="--",
                 )
             )
-            label(ax, gx + 2 * c, bottom - 0.22, "the cache", size=9.5, color="#555555")
+            label(ax, gx + 2 * c, bottom - 0.22, tr("the cache"), size=9.5, color="#555555")
         # the tokens read so far
         for j in range(5):
             faded = with_cache and j < 4
             colour = "#aaaaaa" if faded else "#222222"
             label(ax, gx + (j + 0.5) * c, 0.5, f"x{j}".translate(SUB), size=10, color=colour)
-        computed = "1 position, 5 scores" if with_cache else "5 positions, 15 scores"
-        label(ax, gx + 2.5 * c, 0.15, f"computed: {computed}", size=9.5)
+        if with_cache:
+            computed = tr("computed: 1 position, 5 scores")
+        else:
+            computed = tr("computed: 5 positions, 15 scores")
+        label(ax, gx + 2.5 * c, 0.15, computed, size=9.5)
 
     panel(0.3, with_cache=False)
     panel(3.15, with_cache=True)
@@ -897,14 +1067,14 @@ def kv_cache():
 def modern_attention():
     fig, ax = canvas(6.3, 2.75)
     h, cell, gap = 8, 0.22, 0.02
-    panels = [("multi-head", 8), ("grouped-query", 2), ("multi-query", 1)]
+    panels = [(tr("multi-head"), 8), (tr("grouped-query"), 2), (tr("multi-query"), 1)]
     top, bottom = 2.05, 0.95  # the centres of the query row and the key-value row
     for k, (name, g) in enumerate(panels):
         left = 0.15 + k * 2.1
         width = h * cell + (h - 1) * gap
         centre = left + width / 2
         label(ax, centre, 2.58, name, size=11, fontweight="bold")
-        label(ax, centre, 2.36, f"h = 8 query heads, g = {g}", size=9.5)
+        label(ax, centre, 2.36, tr("h = 8 query heads, g = {g}").format(g=g), size=9.5)
         xs = [left + cell / 2 + i * (cell + gap) for i in range(h)]
         for i, x in enumerate(xs):
             box(ax, x, top, cell, cell, str(i), QUERY, size=9.5, round_=0.03)
@@ -932,8 +1102,10 @@ def modern_attention():
             ax.plot(
                 [x, x if g == h else kv[j]], [top - cell / 2, bottom + cell / 2], color=EDGE, lw=0.8
             )
-        label(ax, centre, 0.55, "KV cache per token", size=9.5)
-        label(ax, centre, 0.3, f"and layer: 2 · {g} · d/h", size=9.5)
+        # one message, drawn as two lines one under the other
+        lines = tr("KV cache per token\nand layer: 2 · {g} · d/h").format(g=g).split("\n")
+        for y, line in zip((0.55, 0.3), lines, strict=True):
+            label(ax, centre, y, line, size=9.5)
     return fig
 
 
@@ -966,7 +1138,7 @@ def vision_attention():
 
     # the image, its shapes and the numbers of its patches
     x0, y0 = 0.35, 3.35
-    label(ax, x0 + 1.5 * c, 3.62, "image: 3 × 3 patches", size=10)
+    label(ax, x0 + 1.5 * c, 3.62, tr("image: 3 × 3 patches"), size=10)
     image_grid(x0, y0)
     shapes = {3: "#f22626", 2: "#3366ff", 7: "#40bf40"}
     for n, colour in shapes.items():
@@ -990,7 +1162,7 @@ def vision_attention():
         )
     # flatten and embed
     arrow(ax, (1.75, 2.72), (2.2, 2.72))
-    label(ax, 1.97, 3.28, "flatten,\n× W_E", size=9.5)
+    label(ax, 1.97, 3.28, tr("flatten,\n× W_E"), size=9.5)
     # the tokens: cls, then patches 0 to 8
     tx, ty, tw = 2.3, 2.72, 0.33
     box(ax, tx + 0.25, ty, 0.46, 0.36, "cls", OUT, size=10)
@@ -1002,9 +1174,13 @@ def vision_attention():
                 Rectangle((tx + 0.56 + n * tw + 0.04, ty - 0.17), tw - 0.12, 0.05, fc=fc, ec="none")
             )
     right = tx + 0.56 + 9 * tw
-    label(ax, (tx + right) / 2, 3.28, "tokens, in the order of the patches", size=10)
+    label(ax, (tx + right) / 2, 3.28, tr("tokens, in the order of the patches"), size=10)
     label(
-        ax, (tx + right) / 2, 2.3, "+ the position of patch n: row n // 3, column n % 3", size=9.5
+        ax,
+        (tx + right) / 2,
+        2.3,
+        tr("+ the position of patch n: row n // 3, column n % 3"),
+        size=9.5,
     )
     # self-attention
     arrow(ax, ((tx + right) / 2, 2.12), ((tx + right) / 2, 1.86))
@@ -1014,7 +1190,7 @@ def vision_attention():
         1.62,
         right - tx,
         0.44,
-        "self-attention: queries, keys, values\nare projections of the tokens",
+        tr("self-attention: queries, keys, values\nare projections of the tokens"),
         OP,
         size=9.5,
     )
@@ -1022,19 +1198,19 @@ def vision_attention():
     weight = {3: "#b2182b", 2: "#d6604d", 7: "#fbe3d6"}
     mx, my = 0.35, 1.45
     image_grid(mx, my, shade=lambda n: weight.get(n, "#fdf2ec"))
-    label(ax, mx + 1.5 * c, 0.1, "attention map", size=10)
+    label(ax, mx + 1.5 * c, 0.1, tr("attention map"), size=10)
     arrow(ax, (tx + 0.2, 1.38), (1.75, 0.95))
     label(
         ax,
         2.5,
         0.82,
-        "the class token's weights:\none per patch, summing to 1,\ndrawn on the grid",
+        tr("the class token's weights:\none per patch, summing to 1,\ndrawn on the grid"),
         size=9.5,
         ha="left",
     )
     # the classifier
     arrow(ax, (right - 0.55, 1.38), (right - 0.55, 1.0))
-    box(ax, right - 0.55, 0.75, 1.1, 0.44, "cls output\n→ classifier", OUT, size=9.5)
+    box(ax, right - 0.55, 0.75, 1.1, 0.44, tr("cls output\n→ classifier"), OUT, size=9.5)
     return fig
 
 
@@ -1056,36 +1232,36 @@ def decoder_masks():
     ex, ew, dx = 0.8, 1.3, 3.1  # the encoder column's centre and width, the decoder's centre
     T, S, valid = 4, 5, 3  # target positions, source tokens, valid source tokens
     c = 0.15  # grid cell
-    label(ax, ex, 4.2, "encoder", size=11, fontweight="bold")
-    label(ax, dx, 4.2, "decoder block", size=11, fontweight="bold")
+    label(ax, ex, 4.2, tr("encoder"), size=11, fontweight="bold")
+    label(ax, dx, 4.2, tr("decoder block"), size=11, fontweight="bold")
     # the encoder: runs once, gives the memory
-    box(ax, ex, 0.45, ew, 0.42, "source tokens\n(B, S)", "#f4f4f4", size=10)
+    box(ax, ex, 0.45, ew, 0.42, tr("source tokens\n(B, S)"), "#f4f4f4", size=10)
     arrow(ax, (ex, 0.66), (ex, 1.07))
-    box(ax, ex, 1.25, ew, bh, "encoder blocks", OP, size=10)
+    box(ax, ex, 1.25, ew, bh, tr("encoder blocks"), OP, size=10)
     arrow(ax, (ex, 1.43), (ex, 2.12))
-    label(ax, ex + 0.1, 1.78, "runs once", size=9, ha="left", color="#333333")
-    box(ax, ex, 2.35, ew, 0.46, "memory H\n(B, S, d)", KEY, size=10)
+    label(ax, ex + 0.1, 1.78, tr("runs once"), size=9, ha="left", color="#333333")
+    box(ax, ex, 2.35, ew, 0.46, tr("memory H\n(B, S, d)"), KEY, size=10)
     # the decoder block
-    box(ax, dx, 0.45, bw, 0.42, "target, shifted right\n(B, T)", "#f4f4f4", size=10)
+    box(ax, dx, 0.45, bw, 0.42, tr("target, shifted right\n(B, T)"), "#f4f4f4", size=10)
     ys = [1.25, 2.35, 3.2]
-    items = [("causal self-attention", QUERY), ("cross-attention", KEY), ("FFN", VALUE)]
+    items = [(tr("causal self-attention"), QUERY), (tr("cross-attention"), KEY), ("FFN", VALUE)]
     arrow(ax, (dx, 0.66), (dx, ys[0] - bh / 2))
     for (text, fc), y in zip(items, ys, strict=True):
         box(ax, dx, y, bw, bh, text, fc, size=10)
     for a, b in zip(ys, ys[1:]):
         arrow(ax, (dx, a + bh / 2), (dx, b - bh / 2))
-    label(ax, dx + 0.1, (ys[0] + ys[1]) / 2, "queries", size=9, ha="left")
+    label(ax, dx + 0.1, (ys[0] + ys[1]) / 2, tr("queries"), size=9, ha="left")
     arrow(ax, (dx, ys[2] + bh / 2), (dx, 3.72))
     label(ax, dx, 3.9, "logits (B, T, V)", size=10)
     # the memory is the keys and values of the cross-attention
     left, right = ex + ew / 2, dx - bw / 2
     arrow(ax, (left, ys[1]), (right, ys[1]))
-    label(ax, (left + right) / 2, ys[1] + 0.3, "keys and\nvalues", size=9)
+    label(ax, (left + right) / 2, ys[1] + 0.3, tr("keys and\nvalues"), size=9)
     # the two weight matrices, with their masks
     gx = 4.6
     for y, cols, fc, text in [
-        (ys[0], T, lambda i, j: WEIGHT if j <= i else "#eeeeee", "(T, T): causal"),
-        (ys[1], S, lambda i, j: WEIGHT if j < valid else "#eeeeee", "(T, S): source padding"),
+        (ys[0], T, lambda i, j: WEIGHT if j <= i else "#eeeeee", tr("(T, T): causal")),
+        (ys[1], S, lambda i, j: WEIGHT if j < valid else "#eeeeee", tr("(T, S): source padding")),
     ]:
         grid(ax, gx, y + T * c / 2, T, cols, c, fc=fc, lw=0.6)
         label(ax, gx + cols * c / 2, y + T * c / 2 + 0.17, text, size=9.5)
@@ -1096,15 +1272,20 @@ def decoder_masks():
 # ---------------------------------------------------------------- writing
 
 
-def render(d: Diagram) -> bytes:
-    with matplotlib.rc_context(RC):
+def svg_path(name: str, lang: str = "en", here: Path | None = None) -> Path:
+    """``book/figures/<name>.svg``, or ``book/figures/<locale>/<name>.svg`` in another language."""
+    return (here or HERE) / LANGUAGES[lang] / f"{name}.svg"
+
+
+def render(d: Diagram, lang: str = "en") -> bytes:
+    with matplotlib.rc_context(RC), drawing(lang):
         fig = d.draw()
+        title, alt = _translated(d.title, lang), translated_alt(d, lang)
+        metadata = {"Date": None, "Title": title, "Description": alt}
+        if lang != "en":
+            metadata["Language"] = LANGUAGES[lang].replace("_", "-")
         buffer = io.BytesIO()
-        fig.savefig(
-            buffer,
-            format="svg",
-            metadata={"Date": None, "Title": d.title, "Description": d.alt},
-        )
+        fig.savefig(buffer, format="svg", metadata=metadata)
     return buffer.getvalue()
 
 
@@ -1137,43 +1318,78 @@ def texts_outside(fig) -> list[str]:
         fig.set_dpi(dpi)
 
 
-def check(d: Diagram) -> list[str]:
-    """What is wrong with the drawing of ``d``: texts that leave the figure."""
-    with matplotlib.rc_context(RC):
-        return texts_outside(d.draw())
+def missing_glyphs(fig) -> list[str]:
+    """Every text of ``fig`` with a character none of its fonts has (drawn as an empty box)."""
+    from matplotlib.font_manager import fontManager
+    from matplotlib.text import Text
+
+    missing = []
+    for text in fig.findobj(Text):
+        prop = text.get_fontproperties()
+        fonts = [get_font(f) for f in fontManager._find_fonts_by_props(prop)]
+        lost = sorted(
+            {c for c in text.get_text() if not c.isspace()}
+            - {c for c in text.get_text() for f in fonts if f.get_char_index(ord(c))}
+        )
+        if lost:
+            missing.append(f"{text.get_text()!r} has characters no font draws: {''.join(lost)}")
+    return missing
+
+
+def check(d: Diagram, lang: str = "en") -> list[str]:
+    """What is wrong with the drawing of ``d``: texts that leave the figure, characters that
+    no font draws."""
+    with matplotlib.rc_context(RC), drawing(lang):
+        fig = d.draw()
+        return texts_outside(fig) + missing_glyphs(fig)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     parser.add_argument("--png", metavar="DIR", help="also write PNG previews into DIR")
+    parser.add_argument(
+        "--lang", choices=list(LANGUAGES), action="append", help="only these languages"
+    )
     parser.add_argument("names", nargs="*", help="only these diagrams")
     args = parser.parse_args(argv)
     stale, broken = [], []
-    for name, d in DIAGRAMS.items():
-        if args.names and name not in args.names:
-            continue
-        problems = check(d)
-        if problems:
-            broken.append(f"{name}: " + "; ".join(problems))
-            continue
-        data = render(d)
-        path = HERE / f"{name}.svg"
-        if args.check:
-            if not path.exists() or path.read_bytes() != data:
-                stale.append(path.name)
-        else:
-            path.write_bytes(data)
-        if args.png:
-            with matplotlib.rc_context(RC):
-                fig = d.draw()
-                fig.savefig(Path(args.png) / f"{name}.png", dpi=100)
+    for lang in args.lang or list(LANGUAGES):
+        for name, d in DIAGRAMS.items():
+            if args.names and name not in args.names:
+                continue
+            path = svg_path(name, lang)
+            shown = path.relative_to(HERE).as_posix()
+            try:
+                problems = check(d, lang)
+            except FontMissing as error:
+                print(f"error: {error}")
+                return 1
+            if problems:
+                broken.append(f"{shown}: " + "; ".join(problems))
+                continue
+            data = render(d, lang)
+            if args.check:
+                if not path.exists() or path.read_bytes() != data:
+                    stale.append(shown)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
+            if args.png:
+                with matplotlib.rc_context(RC), drawing(lang):
+                    fig = d.draw()
+                    png = Path(args.png) / LANGUAGES[lang] / f"{name}.png"
+                    png.parent.mkdir(parents=True, exist_ok=True)
+                    fig.savefig(png, dpi=100)
     if broken:
-        print("text outside the figure (not written):", *broken, sep="\n  ")
+        print("text outside the figure or without a font (not written):", *broken, sep="\n  ")
     if stale:
         print("stale diagrams (run python book/figures/make_diagrams.py):", ", ".join(stale))
+        if any("/" in path for path in stale):  # a translated one: its font may have changed
+            print(f"(the translated ones are drawn with {cjk_font_version()} here)")
     return 1 if broken or stale else 0
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))  # autograder.i18n reads the catalogs
     sys.exit(main())
