@@ -227,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: Sphinx and autograder.i18n.pages disagree: {line}")
         written = catalogs.update(args.pot_dir, args.lang)
         print(f"{len(written)} catalog(s) changed")
+        for path in catalogs.write_runtime(args.lang):
+            print(
+                f"wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}"
+            )
         try:
             if readme.write(args.lang):
                 print(f"wrote {readme.path(args.lang).name}")

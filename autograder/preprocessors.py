@@ -331,6 +331,8 @@ class CheckedExecute(CpuTimedExecute):
         listener.listen(1)
         wall = float(self.timeout or 600)
         checker = _Checker(listener, calls, wall * self.DEADLINE_FRACTION)
+        # The checks speak the notebook's language (its metadata; checks/_i18n.py): words only.
+        checker.language = (self.nb.metadata or {}).get("language")
         thread = threading.Thread(target=checker.run, daemon=True)
         thread.start()
         source = cell.source
@@ -418,8 +420,15 @@ class _Checker:
         self.error: tuple[str, str] | None = ("GraderError", "the checks did not run")
         self.conn: socket.socket | None = None
         self.past_deadline = False
+        self.language: str | None = None  # the submission's (checks/_i18n.py); None: as set
 
     def run(self) -> None:
+        from checks._i18n import using
+
+        with using(self.language):
+            self._run()
+
+    def _run(self) -> None:
         from checks._core import CheckError, CrashInCodeUnderTest, _run
         from checks._remote import Session
 

@@ -23,6 +23,7 @@ from checks._core import (
     run,
     run_hidden,
 )
+from checks._i18n import set_language
 
 CHAPTERS = import_chapters(__name__, __path__)
 
@@ -35,4 +36,5 @@ __all__ = [
     "groups",
     "run",
     "run_hidden",
+    "set_language",
 ]

@@ -38,6 +38,7 @@ from checks._core import (
     mutation_of,
     shape_str,
 )
+from checks._i18n import tr
 
 _clone = torch.Tensor.clone
 
@@ -131,23 +132,36 @@ def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
         if change[0] == "layout":
             _, dtype, shape, now_dtype, now_shape = change
             raise CheckError(
-                f"{what} changed its input {name} in place: it was {dtype} of shape "
-                f"{shape_str(shape)} and is now {now_dtype} of shape {shape_str(now_shape)}. "
-                "Work on a new tensor (unsqueeze, not unsqueeze_)."
+                tr(
+                    "{what} changed its input {name} in place: it was {dtype} of shape {shape} "
+                    "and is now {now_dtype} of shape {now_shape}. Work on a new tensor "
+                    "(unsqueeze, not unsqueeze_)."
+                ).format(
+                    what=what,
+                    name=name,
+                    dtype=dtype,
+                    shape=shape_str(shape),
+                    now_dtype=now_dtype,
+                    now_shape=shape_str(now_shape),
+                )
             )
         _, index, was, now = change
         raise CheckError(
-            f"{what} modified its input {name} in place: at index {shape_str(index)} it "
-            f"was {_number(was)} and is now {_number(now)}. The caller "
-            "may still need it: compute a new tensor (masked_fill, torch.where, clamp, "
-            "not X[...] = ..., masked_fill_ or clamp_)."
+            tr(
+                "{what} modified its input {name} in place: at index {index} it was {was} and "
+                "is now {now}. The caller may still need it: compute a new tensor (masked_fill, "
+                "torch.where, clamp, not X[...] = ..., masked_fill_ or clamp_)."
+            ).format(
+                what=what, name=name, index=shape_str(index), was=_number(was), now=_number(now)
+            )
         )
     change = mutation_of(_root_of(fn))
     if change is not None and change[0] == "parameters":
         raise CheckError(
-            f"{what} changed the module's own tensors in place ({', '.join(change[1])}): a "
-            "forward must leave its parameters and buffers as they are (no .data, copy_ or "
-            "zero_ on them)."
+            tr(
+                "{what} changed the module's own tensors in place ({names}): a forward must "
+                "leave its parameters and buffers as they are (no .data, copy_ or zero_ on them)."
+            ).format(what=what, names=", ".join(change[1]))
         )
     return out
 
@@ -169,26 +183,32 @@ def expect_gradients(out: torch.Tensor, named: dict, what: str, *, seed: int = 0
     """
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         raise CheckError(
-            f"{what}: the output does not require grad although its inputs and parameters "
-            "do, so nothing can be learned: is it computed under torch.no_grad(), or "
-            "detached (.detach(), .data, torch.tensor(...))?"
+            tr(
+                "{what}: the output does not require grad although its inputs and parameters "
+                "do, so nothing can be learned: is it computed under torch.no_grad(), or "
+                "detached (.detach(), .data, torch.tensor(...))?"
+            ).format(what=what)
         )
     for t in named.values():
         t.grad = None
     gen = torch.Generator().manual_seed(seed)
     direction = torch.randn(out.shape, generator=gen, dtype=torch.float64)
-    with calling(f"backward through {what}"):
+    with calling(tr("backward through {what}").format(what=what)):
         (out * direction.to(device=out.device, dtype=out.dtype)).sum().backward()
     missing = [n for n, t in named.items() if t.grad is None]
     if missing:
         raise CheckError(
-            f"{what}: no gradient reached {', '.join(missing)}. Every parameter and every "
-            "input must stay in the graph: no .detach(), .data or torch.no_grad() on the "
-            "way from them to the output."
+            tr(
+                "{what}: no gradient reached {names}. Every parameter and every input must "
+                "stay in the graph: no .detach(), .data or torch.no_grad() on the way from "
+                "them to the output."
+            ).format(what=what, names=", ".join(missing))
         )
     for name, t in named.items():
         if not bool(torch.isfinite(t.grad).all()):
-            raise CheckError(f"{what}: the gradient of {name} is not finite")
+            raise CheckError(
+                tr("{what}: the gradient of {name} is not finite").format(what=what, name=name)
+            )
 
 
 def module_tensors(module, **inputs) -> dict:
@@ -313,15 +333,19 @@ class _DeviceWatch(_Watch):
         name = getattr(func, "__name__", str(func))
         if on_meta and on_cpu and name not in ("__get__", "__set__"):
             raise _device_error(
-                f"{name} got a tensor of shape {shape_str(on_cpu[0].shape)} on the CPU together "
-                "with tensors on the inputs' device. A tensor made without device= (torch.arange, "
-                "torch.zeros, torch.tensor, ...) lands on the CPU and fails on a GPU: pass "
-                "device=X.device."
+                tr(
+                    "{name} got a tensor of shape {shape} on the CPU together with tensors on "
+                    "the inputs' device. A tensor made without device= (torch.arange, "
+                    "torch.zeros, torch.tensor, ...) lands on the CPU and fails on a GPU: pass "
+                    "device=X.device."
+                ).format(name=name, shape=shape_str(on_cpu[0].shape))
             )
         if on_meta and name in ("cpu", "numpy"):
             raise _device_error(
-                f".{name}() moves a tensor off the inputs' device: on a GPU the result would "
-                "come back on the CPU. Keep every tensor on the inputs' device."
+                tr(
+                    ".{name}() moves a tensor off the inputs' device: on a GPU the result would "
+                    "come back on the CPU. Keep every tensor on the inputs' device."
+                ).format(name=name)
             )
         try:
             out = func(*args, **kwargs)
@@ -331,7 +355,7 @@ class _DeviceWatch(_Watch):
             raise
         if on_meta and name == "to" and isinstance(out, torch.Tensor) and out.device.type == "cpu":
             raise _device_error(
-                ".to(...) moved a tensor to the CPU: keep every tensor on the inputs' device."
+                tr(".to(...) moved a tensor to the CPU: keep every tensor on the inputs' device.")
             )
         return out
 
@@ -353,8 +377,11 @@ def _device_error(message: str) -> CheckError:
     for frame in inspect.stack(context=1)[2:]:
         if not is_harness_file(frame.filename) and frame.code_context:
             line = frame.code_context[0].strip()
+            where = tr("line {number} of {function}").format(
+                number=frame.lineno, function=frame.function
+            )
             return CheckError(
-                f"{message}\n      at line {frame.lineno} of {frame.function}: {line}"
+                message + "\n      " + tr("at {where}: {source}").format(where=where, source=line)
             )
     return CheckError(message)
 
@@ -377,9 +404,14 @@ def on_meta(call, what: str, under=None):
             return None
         message = err.message if isinstance(err, CrashInCodeUnderTest) else str(err)
         raise CheckError(
-            f"{what} raised NotImplementedError: {excerpt(message)}\n      The code must run "
-            "on any device: on a GPU it gets tensors there, and on the meta device (tensors "
-            "without data) the checks see where each tensor is made."
+            tr("{what} raised {error}: {message}").format(
+                what=what, error="NotImplementedError", message=excerpt(message)
+            )
+            + "\n      "
+            + tr(
+                "The code must run on any device: on a GPU it gets tensors there, and on the "
+                "meta device (tensors without data) the checks see where each tensor is made."
+            )
         ) from None
     except CheckError as err:
         if watch.blames(err):
@@ -388,14 +420,19 @@ def on_meta(call, what: str, under=None):
         text = f"{type(cause).__name__}: {cause}" if cause is not None else ""
         if cause is not None and "expected device" in text:
             raise CheckError(
-                f"{err}\n      (a tensor was made on the CPU while the inputs were on another "
-                "device: pass device=... when you create it)"
+                f"{err}\n      "
+                + tr(
+                    "(a tensor was made on the CPU while the inputs were on another device: "
+                    "pass device=... when you create it)"
+                )
             ) from None
         raise
     for t in out if isinstance(out, tuple) else (out,):
         if isinstance(t, torch.Tensor) and t.device.type != "meta":
             raise CheckError(
-                f"{what}: the output is on {t.device}, expected the inputs' device meta"
+                tr("{what}: the output is on {device}, expected the inputs' device meta").format(
+                    what=what, device=t.device
+                )
             )
     return out
 
@@ -414,19 +451,32 @@ def expect_dropout_pattern(dropped, weights, p: float, what: str) -> None:
     if bool(odd.any()):
         index = tuple(int(i) for i in torch.nonzero(odd)[0])
         raise CheckError(
-            f"{what}: with dropout p={p} in training every weight should be 0 or its value "
-            f"divided by 1 - p = {1 - p}; at {shape_str(index)} the weight {w[index].item():.6g} "
-            f"became {d[index].item():.6g} (ratio {d[index].item() / w[index].item():.4g}, "
-            f"expected 0 or {1 / (1 - p):.4g}). Is dropout applied once, to the weights?"
+            tr(
+                "{what}: with dropout p={p} in training every weight should be 0 or its value "
+                "divided by 1 - p = {keep}; at {index} the weight {weight:.6g} became "
+                "{dropped:.6g} (ratio {ratio:.4g}, expected 0 or {scale:.4g}). Is dropout "
+                "applied once, to the weights?"
+            ).format(
+                what=what,
+                p=p,
+                keep=1 - p,
+                index=shape_str(index),
+                weight=w[index].item(),
+                dropped=d[index].item(),
+                ratio=d[index].item() / w[index].item(),
+                scale=1 / (1 - p),
+            )
         )
     n = int(live.sum())
     fraction = int(zeroed.sum()) / max(n, 1)
     spread = 4 * math.sqrt(p * (1 - p) / max(n, 1))  # four standard deviations
     if abs(fraction - p) > spread:
         raise CheckError(
-            f"{what}: with dropout p={p} in training, {fraction:.3f} of {n} weights were "
-            f"zeroed, expected about {p} (±{spread:.3f}). Is dropout applied once, to the "
-            "weights, and only in training?"
+            tr(
+                "{what}: with dropout p={p} in training, {fraction:.3f} of {n} weights were "
+                "zeroed, expected about {p} (±{spread:.3f}). Is dropout applied once, to the "
+                "weights, and only in training?"
+            ).format(what=what, p=p, fraction=fraction, n=n, spread=spread)
         )
 
 
@@ -505,7 +555,9 @@ def expect_gradient_values(f, inputs: dict, what: str, *, seed: int = 0, eps: fl
         numeric = float(((plus - minus) * R).sum()) / (2 * eps)
     if abs(analytic - numeric) > 1e-5 + 1e-4 * abs(numeric):
         raise CheckError(
-            f"{what}: the gradient is not the derivative of the output. Along a random "
-            f"direction autograd gives {analytic:.8g}, the finite difference {numeric:.8g}. "
-            "Is part of the computation detached, under torch.no_grad(), or done in float32?"
+            tr(
+                "{what}: the gradient is not the derivative of the output. Along a random "
+                "direction autograd gives {analytic:.8g}, the finite difference {numeric:.8g}. "
+                "Is part of the computation detached, under torch.no_grad(), or done in float32?"
+            ).format(what=what, analytic=analytic, numeric=numeric)
         )

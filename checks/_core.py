@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
+from checks._i18n import tr
+
 # Bound at import time, before any student code runs, so that a later
 # ``torch.allclose = lambda *a, **k: True`` in a notebook does not fool us.
 _abs = torch.Tensor.abs
@@ -103,8 +105,10 @@ def excerpt(text, max_chars: int = EXCERPT_CHARS, max_lines: int = EXCERPT_LINES
         kept = kept[:max_chars]
     cut = len(text) - len(kept)
     if cut > 0:
-        more = f"{cut_lines} more lines, " if cut_lines else ""
-        kept = kept.rstrip() + f" … ({more}{cut} more characters not shown)"
+        more = tr("{count} more lines, ").format(count=cut_lines) if cut_lines else ""
+        kept = kept.rstrip() + tr(" … ({more}{count} more characters not shown)").format(
+            more=more, count=cut
+        )
     return kept
 
 
@@ -225,11 +229,13 @@ def describe_crash(what: str, err: BaseException, fn=None) -> str:
     """``"<what> raised <Type>: <message>"`` (an excerpt, see :func:`excerpt`), and the line of
     the code under test it came from (:func:`crash_line`).
     """
+    raised = tr("{what} raised {error}: {message}")
     if isinstance(err, CrashInCodeUnderTest):
-        return f"{what} raised {excerpt(err.type_name, 80, 1)}: {excerpt(err.message)}" + (
-            f"\n      {excerpt(err.where, 300, 1)}" if err.where else ""
+        text = raised.format(
+            what=what, error=excerpt(err.type_name, 80, 1), message=excerpt(err.message)
         )
-    text = f"{what} raised {type(err).__name__}: {excerpt(err)}"
+        return text + (f"\n      {excerpt(err.where, 300, 1)}" if err.where else "")
+    text = raised.format(what=what, error=type(err).__name__, message=excerpt(err))
     where = crash_line(err, fn)
     return text + (f"\n      {where}" if where else "")
 
@@ -246,13 +252,18 @@ def crash_line(err: BaseException, fn=None) -> str:
         code = tb.tb_frame.f_code
         line = linecache.getline(code.co_filename, tb.tb_lineno, tb.tb_frame.f_globals).strip()
         if line:
-            entries.append((code.co_filename, line, f"line {tb.tb_lineno} of {code.co_name}"))
+            where = tr("line {number} of {function}").format(
+                number=tb.tb_lineno, function=code.co_name
+            )
+            entries.append((code.co_filename, line, where))
     own = _source_file(fn) if fn is not None else None
     chosen = [e for e in entries if e[0] == own] or [e for e in entries if not _RAISE.match(e[1])]
     if not chosen:
         return ""
     _, line, where = chosen[-1]
-    return f"at {excerpt(where, 120, 1)}: {excerpt(line, 200, 1)}"
+    return tr("at {where}: {source}").format(
+        where=excerpt(where, 120, 1), source=excerpt(line, 200, 1)
+    )
 
 
 @contextlib.contextmanager
@@ -412,27 +423,33 @@ def _run_checks(group: str, fn: Callable, devices, verbose: bool, echo: Callable
             try:
                 item.fn(fn, torch.device(device))
             except CheckError as err:
-                problems.append(f"on {device}: {err}")
+                problems.append(tr("on {device}: {problem}").format(device=device, problem=err))
             except Exception as err:
                 if not raised_by_code_under_test(err, fn):
                     raise _internal_error(item, device, err) from err
                 if isinstance(err, NotImplementedError):
-                    problems.append(f"{name} is not implemented yet")
+                    problems.append(tr("{name} is not implemented yet").format(name=name))
                     break
-                problems.append(f"on {device}: {describe_crash(name, err, fn)}")
+                problems.append(
+                    tr("on {device}: {problem}").format(
+                        device=device, problem=describe_crash(name, err, fn)
+                    )
+                )
         names = ", ".join(str(d) for d in devices)
         if problems:
             text = excerpt("\n    ".join(problems), PROBLEM_CHARS, PROBLEM_LINES)
-            failures.append(f"✗ {item.question}\n    " + text)
+            failures.append(f"✗ {tr(item.question)}\n    " + text)
             if verbose:
                 echo(failures[-1])
         elif verbose and not question:
-            echo(f"✓ {item.question} [{names}]")
+            echo(f"✓ {tr(item.question)} [{names}]")
     if failures:
-        summary = f"{len(failures)} of {len(REGISTRY[group])} checks in {group!r} failed"
+        count = {"failed": len(failures), "total": len(REGISTRY[group]), "group": repr(group)}
         if verbose:  # the ✗ lines are printed already: say so instead of repeating them
-            raise CheckError(f"{summary} (the ✗ lines above say why)")
-        raise CheckError(f"{summary}:\n" + "\n".join(failures))
+            summary = tr("{failed} of {total} checks in {group} failed (the ✗ lines above say why)")
+            raise CheckError(summary.format(**count))
+        summary = tr("{failed} of {total} checks in {group} failed:").format(**count)
+        raise CheckError(summary + "\n" + "\n".join(failures))
     if question:  # right or wrong in self-study, "recorded" where it is graded
         _quiz.verdict(group, fn, echo if verbose else None)
 
@@ -467,13 +484,29 @@ def shape_str(shape) -> str:
 def expect_tensor(x, name: str, *, shape=None, dtype=None, device=None) -> None:
     """Check that ``x`` is a tensor with the given shape, dtype and device."""
     if not isinstance(x, torch.Tensor):
-        raise CheckError(f"{name} should be a torch.Tensor, got {type(x).__name__}")
+        raise CheckError(
+            tr("{name} should be a torch.Tensor, got {type}").format(
+                name=name, type=type(x).__name__
+            )
+        )
     if shape is not None and tuple(x.shape) != tuple(shape):
-        raise CheckError(f"{name} has shape {shape_str(x.shape)}, expected {shape_str(shape)}")
+        raise CheckError(
+            tr("{name} has shape {actual}, expected {expected}").format(
+                name=name, actual=shape_str(x.shape), expected=shape_str(shape)
+            )
+        )
     if dtype is not None and x.dtype != dtype:
-        raise CheckError(f"{name} has dtype {x.dtype}, expected {dtype}")
+        raise CheckError(
+            tr("{name} has dtype {actual}, expected {expected}").format(
+                name=name, actual=x.dtype, expected=dtype
+            )
+        )
     if device is not None and x.device.type != torch.device(device).type:
-        raise CheckError(f"{name} is on device {x.device}, expected {torch.device(device)}")
+        raise CheckError(
+            tr("{name} is on device {actual}, expected {expected}").format(
+                name=name, actual=x.device, expected=torch.device(device)
+            )
+        )
 
 
 def _fmt_row(row: torch.Tensor) -> str:
@@ -485,7 +518,7 @@ def _fmt_row(row: torch.Tensor) -> str:
 def _where(index: tuple[int, ...], labels) -> str:
     if labels:
         return ", ".join(f"{lab}={i}" for lab, i in zip(labels, index))
-    return "index " + shape_str(index)
+    return tr("index {index}").format(index=shape_str(index))
 
 
 def expect_close(
@@ -520,22 +553,33 @@ def expect_close(
         return
     if a.dim() == 0:
         raise CheckError(
-            f"{name} is {a.item():.10g}, expected {e.item():.10g} "
-            f"(tolerance {atol:.0e} + {rtol:.0e}·|expected|)"
+            tr(
+                "{name} is {actual:.10g}, expected {expected:.10g} "
+                "(tolerance {atol:.0e} + {rtol:.0e}·|expected|)"
+            ).format(name=name, actual=a.item(), expected=e.item(), atol=atol, rtol=rtol)
         )
     rows_bad = bad.reshape(-1, a.shape[-1]).any(dim=-1)
     first = int(torch.nonzero(rows_bad)[0])
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(first), a.shape[:-1]))
     row_a, row_e = a.reshape(-1, a.shape[-1])[first], e.reshape(-1, a.shape[-1])[first]
     count = int(rows_bad.sum())
-    where = f"row {_where(index, labels)} is" if index else "the values are"
-    extra = f" ({count} of {rows_bad.numel()} rows differ)" if rows_bad.numel() > 1 else ""
-    nan_note = " (it contains NaN)" if bool(_isnan(row_a).any()) else ""
+    extra = (
+        tr(" ({count} of {total} rows differ)").format(count=count, total=rows_bad.numel())
+        if rows_bad.numel() > 1
+        else ""
+    )
+    nan_note = tr(" (it contains NaN)") if bool(_isnan(row_a).any()) else ""
+    if index:
+        headline = tr("{name}: row {row} is wrong{extra}{nan_note}")
+    else:
+        headline = tr("{name}: the values are wrong{extra}{nan_note}")
+    rows = tr("expected {expected}\n      actual   {actual}")
     raise CheckError(
-        f"{name}: {where} wrong{extra}{nan_note}\n"
-        f"      expected {_fmt_row(row_e)}\n"
-        f"      actual   {_fmt_row(row_a)}\n"
-        f"      {_largest_error(a, e, atol, rtol)}"
+        headline.format(name=name, row=_where(index, labels), extra=extra, nan_note=nan_note)
+        + "\n      "
+        + rows.format(expected=_fmt_row(row_e), actual=_fmt_row(row_a))
+        + "\n      "
+        + _largest_error(a, e, atol, rtol)
     )
 
 
@@ -546,10 +590,16 @@ def _largest_error(a: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -
     diff = torch.where(_isnan(diff), torch.full_like(diff, math.inf), diff)
     flat = int(torch.argmax(diff.reshape(-1)))
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape))
-    return (
-        f"largest absolute error {diff.reshape(-1)[flat].item():.3g} at {shape_str(index)} "
-        f"(expected {e.reshape(-1)[flat].item():.10g}, actual {a.reshape(-1)[flat].item():.10g}); "
-        f"tolerance {atol:.0e} + {rtol:.0e}·|expected|"
+    return tr(
+        "largest absolute error {error:.3g} at {index} (expected {expected:.10g}, "
+        "actual {actual:.10g}); tolerance {atol:.0e} + {rtol:.0e}·|expected|"
+    ).format(
+        error=diff.reshape(-1)[flat].item(),
+        index=shape_str(index),
+        expected=e.reshape(-1)[flat].item(),
+        actual=a.reshape(-1)[flat].item(),
+        atol=atol,
+        rtol=rtol,
     )
 
 
@@ -561,7 +611,11 @@ def expect_finite(x: torch.Tensor, name: str) -> None:
         return
     index = tuple(int(i) for i in torch.nonzero(~finite)[0])
     value = x.detach().double().cpu()[index].item()
-    raise CheckError(f"{name} has a non-finite value {value} at index {shape_str(index)}")
+    raise CheckError(
+        tr("{name} has a non-finite value {value} at index {index}").format(
+            name=name, value=value, index=shape_str(index)
+        )
+    )
 
 
 def expect_attached(x: torch.Tensor, name: str) -> None:
@@ -573,8 +627,11 @@ def expect_attached(x: torch.Tensor, name: str) -> None:
     expect_tensor(x, name)
     if not x.requires_grad:
         raise CheckError(
-            f"{name} does not require grad although its input does, so no gradient can flow "
-            "back: is the output detached from the input (.detach(), .data, torch.tensor)?"
+            tr(
+                "{name} does not require grad although its input does, so no gradient can "
+                "flow back: is the output detached from the input (.detach(), .data, "
+                "torch.tensor)?"
+            ).format(name=name)
         )
 
 
@@ -639,15 +696,24 @@ def expect_unchanged(before: torch.Tensor, after: torch.Tensor, name: str) -> No
     if change[0] == "layout":
         _, dtype, shape, now_dtype, now_shape = change
         raise CheckError(
-            f"{name} was modified in place: it was {dtype} of shape {shape_str(shape)} and is "
-            f"now {now_dtype} of shape {shape_str(now_shape)}. Return a new tensor instead of "
-            "changing the input."
+            tr(
+                "{name} was modified in place: it was {dtype} of shape {shape} and is now "
+                "{now_dtype} of shape {now_shape}. Return a new tensor instead of changing "
+                "the input."
+            ).format(
+                name=name,
+                dtype=dtype,
+                shape=shape_str(shape),
+                now_dtype=now_dtype,
+                now_shape=shape_str(now_shape),
+            )
         )
     _, index, was, now = change
     raise CheckError(
-        f"{name} was modified in place: at index {shape_str(index)} it was "
-        f"{_number(was)} and is now {_number(now)}. "
-        "Return a new tensor instead of writing into the input."
+        tr(
+            "{name} was modified in place: at index {index} it was {was} and is now {now}. "
+            "Return a new tensor instead of writing into the input."
+        ).format(name=name, index=shape_str(index), was=_number(was), now=_number(now))
     )
 
 
@@ -685,7 +751,11 @@ def expect_choice(answer, options: str, name: str) -> str:
     Case and surrounding spaces do not matter: ``" B"`` is ``"b"``.
     """
     if answer is ... or answer is None:
-        raise CheckError(f"{name}: no answer yet: set it to one of {', '.join(map(repr, options))}")
+        raise CheckError(
+            tr("{name}: no answer yet: set it to one of {options}").format(
+                name=name, options=", ".join(map(repr, options))
+            )
+        )
     # One letter: `"ab" in "abcd"` and `"" in "abcd"` are true, so test the length too.
     if (
         not isinstance(answer, str)
@@ -693,12 +763,17 @@ def expect_choice(answer, options: str, name: str) -> str:
         or answer.strip().lower() not in options
     ):
         raise CheckError(
-            f"{name} should be one of the letters {', '.join(map(repr, options))}, "
-            f"got {answer!r} ({type(answer).__name__})"
+            tr("{name} should be one of the letters {options}, got {answer} ({type})").format(
+                name=name,
+                options=", ".join(map(repr, options)),
+                answer=repr(answer),
+                type=type(answer).__name__,
+            )
         )
     from checks import _quiz
 
-    _quiz.record(name, answer.strip().lower(), f"a letter {options[0]}–{options[-1]}")
+    form = tr("a letter {first}–{last}").format(first=options[0], last=options[-1])
+    _quiz.record(name, answer.strip().lower(), form)
     return answer.strip().lower()
 
 
@@ -725,7 +800,7 @@ def real_number(answer):
 def expect_number(answer, name: str) -> float:
     """Check that ``answer`` is a real number (see :func:`real_number`); return it as a float."""
     if answer is ... or answer is None:
-        raise CheckError(f"{name}: no answer yet: set it to a number")
+        raise CheckError(tr("{name}: no answer yet: set it to a number").format(name=name))
     answer = real_number(answer)
     if (
         isinstance(answer, bool)
@@ -733,9 +808,11 @@ def expect_number(answer, name: str) -> float:
         or not math.isfinite(answer)
     ):
         raise CheckError(
-            f"{name} should be a finite number, got {answer!r} ({type(answer).__name__})"
+            tr("{name} should be a finite number, got {answer} ({type})").format(
+                name=name, answer=repr(answer), type=type(answer).__name__
+            )
         )
     from checks import _quiz
 
-    _quiz.record(name, float(answer), "a number")
+    _quiz.record(name, float(answer), tr("a number"))
     return float(answer)

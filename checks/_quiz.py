@@ -39,6 +39,7 @@ import os
 import re
 
 from checks._core import CheckError
+from checks._i18n import tr
 
 KEYS_MODULE = "solutions.answers"  # generated; never in a released chapter folder
 GRADED_ENV = "ATTENTION_COURSE_GRADED"  # set by a released notebook's setup cell
@@ -126,8 +127,8 @@ def _shown(value) -> str:
 
 def _described(value) -> str:
     if isinstance(value, bool):
-        return "True or False"
-    return "text" if isinstance(value, str) else "a number"
+        return tr("True or False")
+    return tr("text") if isinstance(value, str) else tr("a number")
 
 
 def close(value, target, tolerance: dict | None) -> bool:
@@ -146,11 +147,11 @@ def hint(name: str, value) -> str:
     """The hint for the wrong answer ``value`` to ``answer_X_Y``: its own, or the question's."""
     module = answers()
     if module is None:
-        return FALLBACK_HINT
+        return tr(FALLBACK_HINT)
     for answer, text in getattr(module, "HINTS", {}).get(name, {}).items():
         if close(value, answer, None):
             return text
-    return getattr(module, "HINT", {}).get(name) or FALLBACK_HINT
+    return getattr(module, "HINT", {}).get(name) or tr(FALLBACK_HINT)
 
 
 def verdict(group: str, fn, echo=None) -> None:
@@ -173,16 +174,22 @@ def verdict(group: str, fn, echo=None) -> None:
     if target is None:
         if echo is not None:
             echo(
-                f"{name} recorded: {_shown(_normalised(value))} ({form}); graded after the deadline"
+                tr("{name} recorded: {value} ({form}); graded after the deadline").format(
+                    name=name, value=_shown(_normalised(value)), form=form
+                )
             )
         return
     tolerance = getattr(answers(), "TOLERANCE", {}).get(name)
     if close(value, target, tolerance):
         if echo is not None:
-            echo(f"✓ {name} is right.")
+            echo("✓ " + tr("{name} is right.").format(name=name))
         return
-    line = f"✗ {name} = {_shown(_normalised(value))} is not right. Hint: {hint(name, value)}"
+    line = "✗ " + tr("{name} = {value} is not right. Hint: {hint}").format(
+        name=name, value=_shown(_normalised(value)), hint=hint(name, value)
+    )
     if echo is not None:
         echo(line)
-        raise CheckError(f"{name} is not right yet (the ✗ line above says why)")
+        raise CheckError(
+            tr("{name} is not right yet (the ✗ line above says why)").format(name=name)
+        )
     raise CheckError(line)

@@ -26,6 +26,7 @@ import pkgutil
 import re
 
 from checks._core import is_harness_file
+from checks._i18n import tr
 
 STUB_LINE = re.compile(r"raise\s+NotImplementedError(\(\s*\))?\s*$")
 ANSWER = re.compile(r"\banswer_\d+_\d+\b")
@@ -67,25 +68,32 @@ def message(frame) -> str:
     if code.co_name == "<module>":  # an answer cell: `answer_1_1 = ...`, then the raise
         source = "".join(linecache.getlines(code.co_filename, frame.f_globals))
         names = ANSWER.findall(source)
-        what = names[0] if names else "this answer"
-        return (
-            f"{what} is not answered yet: replace `raise NotImplementedError()` in its cell "
+        what = names[0] if names else tr("this answer")
+        SUBJECTS.append(what)
+        return tr(
+            "{what} is not answered yet: replace `raise NotImplementedError()` in its cell "
             "with your answer"
-        )
+        ).format(what=what)
     owner = frame.f_locals.get("self")
     if owner is not None and not isinstance(owner, type):
         exported = type(owner).__name__
         what = exported if code.co_name == "forward" else f"{exported}.{code.co_name}"
     else:
         exported = what = code.co_name
-    text = f"{what} is not implemented yet: finish its exercise above and run its cell again"
+    SUBJECTS.append(what)
     reference = reference_import(exported)
     if reference:
-        text += f", or go on with the course's reference: {reference}"
-    return text
+        return tr(
+            "{what} is not implemented yet: finish its exercise above and run its cell again, "
+            "or go on with the course's reference: {reference}"
+        ).format(what=what, reference=reference)
+    return tr(
+        "{what} is not implemented yet: finish its exercise above and run its cell again"
+    ).format(what=what)
 
 
 UNFINISHED: list[str] = []  # what the stubs that stopped a cell said, latest last
+SUBJECTS: list[str] = []  # what each of them named (a function, a module, an answer)
 
 
 def _in_notebook_code(tb) -> bool:
@@ -105,10 +113,13 @@ def _handler(shell, etype, value, tb, tb_offset=None):
         UNFINISHED.append(message(frame))
         return [f"NotImplementedError: {UNFINISHED[-1]}"]
     if UNFINISHED and tb is not None and _in_notebook_code(tb):  # NameError, AttributeError
-        what = UNFINISHED[-1].split(" is not ", 1)[0]
+        what = SUBJECTS[-1] if SUBJECTS else UNFINISHED[-1].split(" is not ", 1)[0]
         return [
-            f"{etype.__name__}: {value}: a cell above stopped at an unfinished exercise "
-            f"({what}); finish it, then run the cells again from there"
+            f"{etype.__name__}: {value}: "
+            + tr(
+                "a cell above stopped at an unfinished exercise ({what}); finish it, then run "
+                "the cells again from there"
+            ).format(what=what)
         ]
     return default(etype, value, tb, tb_offset=tb_offset)
 

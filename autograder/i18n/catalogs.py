@@ -30,7 +30,9 @@ and the term pairs of ``terms.tsv`` (:func:`term_problems`).
 from __future__ import annotations
 
 import ast
+import json
 import re
+import string
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -169,10 +171,127 @@ def figure_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
     return sorted(found, key=lambda m: m.line)
 
 
+# ---------------------------------------------------------------- the checks' messages
+
+CHECKS = "checks"  # the domain of the self-checks' messages (checks/_i18n.py)
+
+
+def _constants(tree: ast.Module) -> dict[str, str]:
+    return {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }  # fmt: skip
+
+
+def _templates(path: Path) -> Iterator[tuple[str, int]]:
+    """The messages of ``tr("...")`` calls in a module of ``checks`` (a string, or the name of
+    a module's string constant), with their lines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    constants = _constants(tree)
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id != "tr" or len(node.args) != 1:
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            yield arg.value, node.lineno
+        elif isinstance(arg, ast.Name) and arg.id in constants:
+            yield constants[arg.id], node.lineno
+
+
+def check_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
+    """What the self-checks say: the ``tr`` templates of ``checks/`` and every check's question
+    (the first line of its docstring), hidden checks' included; each once, at its first place
+    (a message said by visible checks is at a visible place)."""
+    import checks
+    import checks.hidden  # noqa: F401  (registers the hidden checks)
+    from checks._core import REGISTRY
+
+    base = root / "checks"
+    found: dict[str, CourseMessage] = {}
+
+    def add(msgid: str, where: str, line: int, note: str, python_format: bool) -> None:
+        old = found.get(msgid)
+        if old is None or (_hidden(old.where) and not _hidden(where)):
+            found[msgid] = CourseMessage(msgid, where, note, python_format, line=line)
+
+    for path in sorted(base.rglob("*.py"), key=lambda p: (_hidden(str(p)), str(p))):
+        rel = path.relative_to(root).as_posix()
+        for msgid, line in _templates(path):
+            add(msgid, rel, line, "a template of the checks", bool(_fields(msgid)))
+    package = Path(checks.__file__).parent
+    for items in REGISTRY.values():
+        for item in items:
+            code = getattr(item.fn, "__code__", None)
+            file = Path(code.co_filename) if code else package / "_core.py"
+            try:
+                rel = (root / "checks" / file.relative_to(package)).relative_to(root).as_posix()
+            except ValueError:
+                rel = file.name
+            line = code.co_firstlineno if code else 1
+            add(item.question, rel, line, f"a check's question ({item.group})", False)
+    return sorted(found.values(), key=lambda m: (_hidden(m.where), m.where))
+
+
+def _hidden(where: str) -> bool:
+    return "checks/hidden/" in where.replace("\\", "/")
+
+
+def _fields(text: str) -> list[str]:
+    """The replacement fields of a str.format template, as written (``{n:.3g}``, ``{x!r}``)."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return ["<not a template>"]
+    return sorted(
+        "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
+        for _, name, spec, conv in parsed
+        if name is not None
+    )
+
+
+def runtime_tables(code: str, root: Path = nbs.ROOT) -> dict[Path, dict[str, str]]:
+    """What ``checks/_i18n.py`` reads at run time, from the ``checks`` catalog: the translated
+    messages of the visible checks in ``checks/_messages/<locale>.json``, those that only the
+    hidden checks say in ``checks/hidden/_messages/<locale>.json``."""
+    locale = i18n.language(code).locale
+    done = i18n.translations(code, CHECKS, root)
+    visible, hidden = {}, {}
+    for m in check_messages(root):
+        if done.get(m.msgid):
+            (hidden if _hidden(m.where) else visible)[m.msgid] = done[m.msgid]
+    return {
+        root / "checks" / "_messages" / f"{locale}.json": visible,
+        root / "checks" / "hidden" / "_messages" / f"{locale}.json": hidden,
+    }
+
+
+def runtime_text(table: dict[str, str]) -> str:
+    return json.dumps(table, ensure_ascii=False, indent=0, sort_keys=True) + "\n"
+
+
+def write_runtime(code: str, root: Path = nbs.ROOT) -> list[Path]:
+    """Write :func:`runtime_tables` where they differ; return the files written."""
+    written = []
+    for path, table in runtime_tables(code, root).items():
+        text = runtime_text(table)
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written
+
+
 UI = {
     "course": course_messages,
     "sphinx": lambda root=None: theme_messages(),
     FIGURES: figure_messages,
+    CHECKS: check_messages,
 }
 
 
@@ -456,6 +575,17 @@ def markup_problems(code: str, domain: str, root: Path = nbs.ROOT) -> list[str]:
             if entry.msgstr != entry.msgid:
                 found.append(f"{rel}:{entry.linenum}: display math changed {_excerpt(entry.msgid)}")
             continue
+        if domain == CHECKS:  # plain text: its format fields and its `code` stay
+            if _fields(entry.msgstr) != _fields(entry.msgid):
+                found.append(
+                    f"{rel}:{entry.linenum}: format fields {_fields(entry.msgid)} changed to "
+                    f"{_fields(entry.msgstr)} in {_excerpt(entry.msgid)}"
+                )
+            if markup(entry.msgstr)["code"] != markup(entry.msgid)["code"]:
+                found.append(
+                    f"{rel}:{entry.linenum}: inline code differs in {_excerpt(entry.msgid)}"
+                )
+            continue
         if domain in UI and PLACEHOLDER.search(entry.msgid):  # a template: its fields stay
             want = sorted(re.findall(PLACEHOLDER, entry.msgid))
             if sorted(re.findall(PLACEHOLDER, entry.msgstr)) != want:
@@ -529,6 +659,9 @@ def _prose(text: str) -> str:
     return re.sub(r"\]\([^)]*\)|https?://\S+", " ", text)
 
 
+_IDENTIFIERS = re.compile(r"\{[^{}]*\}|[\w.]*\w\.\w+(?:\(\))?")
+
+
 def allowed(entry) -> set[str]:
     """Terms a translator comment lets an entry render otherwise: ``# terms: value, key``
     (with the reason after a dash), for the rare word that is not the listed term."""
@@ -550,6 +683,8 @@ def term_problems(code: str, domain: str, root: Path = nbs.ROOT) -> list[str]:
         if not entry.msgstr or entry.obsolete or entry.fuzzy or not needs_translation(entry.msgid):
             continue
         english, chinese = _prose(entry.msgid), _prose(entry.msgstr)
+        if domain == CHECKS:  # plain text: format fields and dotted names are not prose
+            english, chinese = (_IDENTIFIERS.sub(" ", text) for text in (english, chinese))
         exempt = allowed(entry)
         for term in listed:
             if term.english[0].lower() in exempt or not term.pattern.search(english):

@@ -1,0 +1,149 @@
+"""The language of the checks' messages: which one, and the messages in it.
+
+English is the source and the default; every message of ``checks`` is written once, in
+English, in the code (a check's question is the first line of its docstring, a template is
+``tr("{name} has shape {actual}, expected {expected}")``). A translation is the gettext
+catalog ``locale/<locale>/LC_MESSAGES/checks.po`` of the course, extracted from the code by
+``make catalogs`` (:mod:`autograder.i18n.catalogs`), which also writes what this module reads
+at run time, since a student's kernel has only the standard library and torch:
+
+    checks/_messages/<locale>.json          the messages of the visible checks
+    checks/hidden/_messages/<locale>.json   those only the hidden checks say
+
+(the hidden ones stay with ``checks/hidden``, which a release and the wheel never hold).
+
+The language, first found first (:func:`language`):
+
+1. :func:`using` (a block: the grader, for the notebook it grades) or :func:`set_language`;
+2. the environment variable ``COURSE_LANG`` (``zh``; the setup cell of a Chinese notebook sets
+   it where nothing else did);
+3. the notebook's own ``metadata.language`` (``zh_CN`` in every Chinese notebook the course
+   writes), where the kernel knows its notebook: Jupyter names it in ``JPY_SESSION_NAME``;
+4. English.
+
+A language without a translation, or an unknown one, is English: nothing here fails. The
+language changes only words: what is checked, and every verdict, is the same in all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+ENV = "COURSE_LANG"
+SESSION_ENV = "JPY_SESSION_NAME"  # Jupyter's: the path of the kernel's notebook
+SOURCE = "en"
+LOCALES = {"en": "en", "zh": "zh_CN"}  # the codes of autograder.i18n.LANGUAGES, and their locale
+FOLDER = "_messages"
+
+_chosen: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "checks_language", default=None
+)
+_set: list[str | None] = [None]  # set_language's choice, for every thread
+
+
+def normalise(value) -> str | None:
+    """``"zh"`` for ``zh``, ``zh_CN``, ``zh-CN`` or ``ZH``; ``"en"`` for English; None otherwise."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    code = value.strip().replace("-", "_").split("_")[0].split(".")[0].lower()
+    return code if code in LOCALES else None
+
+
+@functools.cache
+def _notebook_language(path: str, stamp: int) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            metadata = json.load(f).get("metadata") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    return normalise(metadata.get("language"))
+
+
+def notebook_language() -> str | None:
+    """The language in the metadata of the kernel's notebook, if the kernel can know it."""
+    path = os.environ.get(SESSION_ENV, "")
+    if not path.endswith(".ipynb"):
+        return None
+    try:
+        stamp = os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+    return _notebook_language(path, stamp)
+
+
+def language() -> str:
+    """The language of the checks' messages now (see the module docstring): ``en`` or ``zh``."""
+    for choice in (_chosen.get(), _set[0], os.environ.get(ENV)):
+        code = normalise(choice)
+        if code is not None:
+            return code
+    return notebook_language() or SOURCE
+
+
+def set_language(code: str | None) -> None:
+    """Say the checks' messages in ``code`` (``"zh"``, ``"en"``) from now on; None forgets it.
+
+    Raises:
+        ValueError: for a language the checks do not know.
+    """
+    if code is not None and normalise(code) is None:
+        known = ", ".join(LOCALES)
+        raise ValueError(f"unknown language {code!r}; the checks speak {known}")
+    _set[0] = normalise(code) if code is not None else None
+
+
+@contextlib.contextmanager
+def using(code: str | None) -> Iterator[None]:
+    """The checks' messages in ``code`` inside the block (this thread or task only); an unknown
+    or missing ``code`` leaves the choice as it was."""
+    token = _chosen.set(normalise(code))
+    try:
+        yield
+    finally:
+        _chosen.reset(token)
+
+
+def files(code: str) -> list[Path]:
+    """Where the run-time translations of ``code`` are: the visible checks', the hidden ones'."""
+    name = f"{LOCALES[code]}.json"
+    here = Path(__file__).parent
+    return [here / FOLDER / name, here / "hidden" / FOLDER / name]
+
+
+@functools.cache
+def _table(code: str, stamps: tuple) -> dict[str, str]:
+    table: dict[str, str] = {}
+    for path in files(code):
+        try:
+            with open(path, encoding="utf-8") as f:
+                table.update(json.load(f))
+        except (OSError, ValueError):  # no translation here (a hidden one in a release)
+            continue
+    return table
+
+
+def translations(code: str) -> dict[str, str]:
+    """msgid -> msgstr of ``code`` as shipped (empty for English)."""
+    if code == SOURCE or code not in LOCALES:
+        return {}
+    stamps = []
+    for path in files(code):
+        try:
+            stamps.append(os.stat(path).st_mtime_ns)
+        except OSError:
+            stamps.append(None)
+    return _table(code, tuple(stamps))
+
+
+def tr(message: str) -> str:
+    """``message`` (English, a template or a question) in the checks' language, or as it is."""
+    code = language()
+    if code == SOURCE:
+        return message
+    return translations(code).get(message) or message
