@@ -146,6 +146,27 @@ def is_setup(cell) -> bool:
     return SETUP_TAG in cell.get("metadata", {}).get("tags", [])
 
 
+LANGUAGE_LINE = (
+    'os.environ.setdefault("{env}", "{code}")  # the self-checks\' language, where none is set\n'
+)
+
+
+def with_language(nb: nbformat.NotebookNode, code: str) -> None:
+    """Have the setup cell of ``nb`` (a notebook in language ``code``) choose that language for
+    the self-checks' messages where nothing else did (``COURSE_LANG``, checks/_i18n.py): in
+    Colab, the kernel cannot know its notebook. The setup cell is the tools', not the book's:
+    every code cell of the book stays the same in every language."""
+    from checks._i18n import ENV
+
+    for cell in nb.cells:
+        if cell.cell_type == "code" and is_setup(cell) and ENV not in cell.source:
+            line = LANGUAGE_LINE.format(env=ENV, code=code)
+            head, sep, tail = cell.source.partition("\nneeded = (")
+            cell.source = (
+                f"{head}\n{line.rstrip()}{sep}{tail}" if sep else cell.source + "\n" + line
+            )
+
+
 def with_setup(cells: list, root: Path = nbs.ROOT, *, graded: bool = False) -> list:
     """``cells`` with the setup cell as the first code cell, after the title (replacing any
     earlier setup cell); ``graded`` for a released chapter."""

@@ -361,8 +361,14 @@ def test_an_unknown_directive_is_an_error():
 
 
 def _code(nb) -> list[tuple]:
+    """The code cells with their grading metadata; the setup cell (the tools', not the book's)
+    without the line that chooses the self-checks' language (launch.with_language)."""
+    language = 'os.environ.setdefault("COURSE_LANG"'
     return [
-        (c.source, json.dumps(c.metadata.get("nbgrader"), sort_keys=True))
+        (
+            "\n".join(x for x in c.source.splitlines() if not x.startswith(language)),
+            json.dumps(c.metadata.get("nbgrader"), sort_keys=True),
+        )
         for c in nb.cells
         if c.cell_type == "code"
     ]
@@ -425,6 +431,16 @@ def test_chinese_launch_folder(tmp_path):
     ).read_bytes()
     urls = launch.launch_urls("zh/masking")
     assert urls["Colab"].endswith("/blob/notebooks/zh/masking.ipynb")
+    # the setup cell chooses the self-checks' language (Colab's kernel cannot read the
+    # notebook's): the one line by which it differs from the English one
+    english = launch.write_launchables(tmp_path / "en")
+    setups = [
+        next(c.source for c in nbs.read(p).cells if launch.is_setup(c))
+        for p in (tmp_path / "zh" / "masking.ipynb", tmp_path / "en" / "masking.ipynb")
+    ]
+    line = 'os.environ.setdefault("COURSE_LANG", "zh")'
+    assert line in setups[0] and "COURSE_LANG" not in setups[1] and english
+    assert [x for x in setups[0].splitlines() if line not in x] == setups[1].splitlines()
 
 
 def test_stage_of_the_chinese_book(tmp_path):

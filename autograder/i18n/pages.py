@@ -168,9 +168,12 @@ def translate_notebook(
 
     if code == i18n.SOURCE:
         return nb
+    from autograder.launch import with_language
+
     nb = copy.deepcopy(nb)
     nb.cells, _ = translate_cells(nb.cells, lookup_for(code, page, root), root)
     nb.metadata["language"] = i18n.language(code).locale
+    with_language(nb, code)  # its setup cell, if it has one: the self-checks' language
     return nb
 
 
