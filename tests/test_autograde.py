@@ -128,26 +128,40 @@ ALL_UNUSUAL = [u for u in unusual.load() if chapter_of(u.target) in CHAPTERS]
 
 
 def end_to_end(answers: list[Wrong]) -> list[Wrong]:
-    """The answers graded here: one per exercise and set of cells it must fail.
+    """The answers graded here: for each exercise, wrong answers whose declared cells cover
+    every test cell that any of its wrong answers must fail.
 
     Every wrong and unusual answer is run through its checks by tests/test_wrong.py (the fast
-    tier), which proves the groups it fails and the message of each. What only nbgrader can
-    add is how failing groups become lost points: that depends on the set of test cells that
-    fail, not on the answer that fails them. So one wrong answer per (exercise, declared cells)
-    is graded end to end, with one unusual answer per exercise (full marks) and every answer
-    declared ``alone`` (one that disturbs the notebook on purpose). ``AUTOGRADE_ALL=1`` grades
-    every answer, as a release check.
+    tier), directly and, in tests/test_remote.py, through the grader's proxies: that proves the
+    groups each fails and the message of each. What only nbgrader can add is how failing groups
+    become lost points, test cell by test cell. So, exercise by exercise, wrong answers are
+    chosen greedily, the one that fails the most cells not yet covered first (an answer that
+    zeroes its inputs, issue 21's forgery, fails every cell, so it is chosen wherever there is
+    one), until every cell that a wrong answer declares is covered; with one unusual answer per
+    exercise (full marks) and every answer declared ``alone`` (one that disturbs the notebook
+    on purpose). ``AUTOGRADE_ALL=1`` grades every answer, as a release check.
     """
     if os.environ.get("AUTOGRADE_ALL"):
         return answers
-    seen: set[tuple[str, bool, tuple[str, ...]]] = set()
-    chosen = []
+    chosen = [a for a in answers if a.alone]
+    unusual_seen: set[str] = set()
+    wrong_by_target: dict[str, list[Wrong]] = {}
     for a in answers:
-        key = (a.target, bool(a.failures), tuple(sorted(a.cells)) if a.failures else ())
-        if a.alone or key not in seen:
-            seen.add(key)
+        if a.alone:
+            continue
+        if a.failures:
+            wrong_by_target.setdefault(a.target, []).append(a)
+        elif a.target not in unusual_seen:
+            unusual_seen.add(a.target)
             chosen.append(a)
-    return chosen
+    for candidates in wrong_by_target.values():
+        uncovered = set().union(*(a.cells for a in candidates))
+        while uncovered:
+            best = max(candidates, key=lambda a: len(uncovered & set(a.cells)))  # first wins ties
+            chosen.append(best)
+            uncovered -= set(best.cells)
+    order = {id(a): i for i, a in enumerate(answers)}
+    return sorted(chosen, key=lambda a: order[id(a)])
 
 
 WRONG = end_to_end(ALL_WRONG)
