@@ -366,6 +366,9 @@ class Visit:
         self.server, self.requests, self.failures, self.errors = server, [], [], []
         self.context = browser.new_context(viewport=viewport)
         self.page = page = self.context.new_page()
+        # In `make test` the browser shares the two cores with the slow tier: a page can take
+        # more than Playwright's default 30 s to go quiet. A wait is a limit, never a delay.
+        page.set_default_timeout(120_000)
         page.on("request", lambda r: self.requests.append(r.url))
         page.on("requestfailed", lambda r: self.failures.append(f"{r.url} ({r.failure})"))
         page.on(
