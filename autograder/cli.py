@@ -81,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--student", help="one student (default: all)")
     p.add_argument("--course-dir", type=Path, default=Path("_course"))
     p.add_argument("--db", help="gradebook URL (default: SQLite in the course folder)")
+    p.add_argument(
+        "--lang",
+        help="language of the pages' own words, en or zh (default: each chapter's release's)",
+    )
 
     p = sub.add_parser(
         "formgrader",
@@ -173,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         from autograder.course import Course
         from autograder.reports import feedback
 
-        pages = feedback(Course(args.course_dir, db_url=args.db), args.chapter, args.student)
+        course = Course(args.course_dir, db_url=args.db)
+        pages = feedback(course, args.chapter, args.student, args.lang)
         print(f"wrote {len(pages)} feedback page(s) under {args.course_dir / 'feedback'}")
         return 0
     if args.command == "formgrader":

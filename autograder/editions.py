@@ -248,6 +248,8 @@ YOUR_ANSWER = {
     "student": "**Your answer:** write it in your copy of the notebook.",
 }
 MODEL_ANSWER_TITLE = "A model answer"
+# Its fold in a workbook (downloads, launchables): translated from `course` (i18n.pages).
+MODEL_ANSWER_SUMMARY = "A model answer (open it once you have written yours)"
 
 
 def _runs_a_question(source: str) -> bool:
@@ -393,8 +395,8 @@ def workbook(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
             if match:
                 cell.source = (
                     cell.source[: match.start()]
-                    + f"<details><summary>{MODEL_ANSWER_TITLE} (open it once you have written "
-                    f"yours)</summary>\n\n{match['body']}\n\n</details>"
+                    + f"<details><summary>{MODEL_ANSWER_SUMMARY}</summary>\n\n"
+                    f"{match['body']}\n\n</details>"
                 )
         if cell.cell_type == "markdown":  # a hint: folded, as the book shows it
             cell.source = launch.plain_dropdowns(cell.source)

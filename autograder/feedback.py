@@ -18,6 +18,15 @@ happened, the ``attention_graded`` table of :mod:`autograder.ledger`).
   points left for hand grading, each test cell named by the checks it runs (hidden
   ones show their one-line description and result, never their code), and the checks'
   messages. Nothing the submission printed while it was graded is shown.
+- **In the chapter's language.** A page's own words are those of the language the course
+  released the chapter in (the ``metadata.language`` of ``source/<chapter>/<chapter>.ipynb``,
+  which ``Course(lang=...)`` and ``release --lang`` write): the ``course`` catalog
+  translates every ``tr("...")`` of this module and of :mod:`autograder.scores`
+  (:func:`autograder.i18n.catalogs.tool_messages`). The course decides, not the file a
+  student handed in: a submission that could not be read has no language of its own, and
+  every page of a class reads the same. English pages are the source, word for word.
+  The student's notebook is shown as it is, and the checks' messages are in the
+  language the grader gave them (the submission's, :mod:`checks._i18n`).
 """
 
 from __future__ import annotations
@@ -28,11 +37,13 @@ import hashlib
 import html
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder import i18n
 from autograder import notebooks as nbs
-from autograder.scores import Total, is_hand_graded
+from autograder.scores import Total, is_hand_graded, joined
 
 HIDDEN_NOTE = "# The code of these hidden tests is not shown; the result below is."
 MAX_CELL_CHARS = 20_000  # of one cell's source or one output shown on a page
@@ -103,90 +114,138 @@ def sanitize(fragment: str) -> str:
     )
 
 
+# ---------------------------------------------------------------- the page's language
+
+Tr = Callable[[str], str]
+
+
+def translator(lang: str = i18n.SOURCE) -> Tr:
+    """``tr(msgid)``: a message of this module in language ``lang`` (the ``course`` catalog),
+    or as it is. Every message is a literal ``tr("...")``, so that ``make catalogs`` finds it;
+    its fields are filled in after: ``tr("Chapter: {chapter}").format(chapter=...)``."""
+    return functools.partial(i18n.gettext, lang)
+
+
 # ---------------------------------------------------------------- what happened, in words
 
 
-def in_plain_words(outcome: str | None) -> tuple[str, bool] | None:
+def in_plain_words(outcome: str | None, lang: str = i18n.SOURCE) -> tuple[str, bool] | None:
     """What the grader's record says happened, for a student: (text, is_a_problem).
 
-    None when there is nothing to say (graded in full).
+    None when there is nothing to say (graded in full). ``lang``: the page's language (the
+    record's own details, a limit the sandbox names, stay as the grader wrote them).
     """
+    tr = translator(lang)
     if not outcome or outcome.strip() == "graded":
         return None
     text = outcome.strip()
     if text.startswith("graded"):
         said = []
         for note in (n.strip() for n in text.removeprefix("graded").split(";")):
-            words = _note_in_words(note)
+            words = _note_in_words(note, tr)
             if words and words not in said:
                 said.append(words)
         if not said:
             return None
-        return "Your notebook was graded. " + " ".join(said), False
-    return _problem_in_words(text), True
+        return tr("Your notebook was graded. {what}").format(what=" ".join(said)), False
+    return _problem_in_words(text, tr), True
 
 
-def _note_in_words(note: str) -> str | None:
+def _note_in_words(note: str, tr: Tr) -> str | None:
     cell = re.search(r"at cell (\d+)", note)
-    where = f" at cell {cell[1]}" if cell else ""
     if note.startswith("stopped by the sandbox"):
-        why = note.split(":", 1)[1].strip() if ":" in note else "it reached a limit"
+        why = note.split(":", 1)[1].strip() if ":" in note else tr("it reached a limit")
+        if cell:
+            words = tr("It was stopped at cell {cell} because {why}.")
+        else:
+            words = tr("It was stopped because {why}.")
         return (
-            f"It was stopped{where} because {why}. The tests before that point kept their "
-            "points; the tests after it did not run and scored 0."
+            words.format(cell=cell[1] if cell else "", why=why)
+            + " "
+            + tr(
+                "The tests before that point kept their points; the tests after it did not "
+                "run and scored 0."
+            )
         )
     if note.startswith("the kernel died"):
+        if cell:
+            words = tr(
+                "Its Python process stopped at cell {cell} (it crashed, exited or was killed)."
+            )
+        else:
+            words = tr("Its Python process stopped (it crashed, exited or was killed).")
         return (
-            f"Its Python process stopped{where} (it crashed, exited or was killed). The tests "
-            "before that point kept their points; the tests after it did not run and scored 0."
+            words.format(cell=cell[1] if cell else "")
+            + " "
+            + tr(
+                "The tests before that point kept their points; the tests after it did not "
+                "run and scored 0."
+            )
         )
     if note.startswith("the test cells after"):
         return None
     if "of CPU time: interrupted" in note:
-        return (
+        return tr(
             "A cell computed for longer than a cell may and was interrupted; the tests that "
             "needed what it would have defined failed."
         )
     if "waited past the wall clock" in note:
-        return (
+        return tr(
             "A cell waited (a sleep, say) for longer than the grader waits, and was "
             "interrupted; the rest of your notebook was graded."
         )
     if "timed out on the wall clock" in note:
-        return "A cell ran for longer than the grader waits, and was interrupted."
+        return tr("A cell ran for longer than the grader waits, and was interrupted.")
     if note.startswith("warning:") or note.startswith("note:"):
         body = note.split(":", 1)[1].strip()
-        return f"Note: {body[0].upper() + body[1:] if body else body}."
+        return tr("Note: {what}.").format(what=body[0].upper() + body[1:] if body else body)
     return None
 
 
-def _problem_in_words(text: str) -> str:
+def _problem_in_words(text: str, tr: Tr) -> str:
     known = [
-        ("the notebook file is empty", "The notebook you handed in is empty."),
-        ("not a readable notebook", "The file you handed in is not a notebook Jupyter can open."),
-        ("not a notebook or a zip", "The file you handed in is not a notebook (.ipynb)."),
-        ("zip refused", "The zip you handed in could not be opened safely."),
-        ("no notebook in the submission", "Your upload held no notebook."),
+        ("the notebook file is empty", tr("The notebook you handed in is empty.")),
+        (
+            "not a readable notebook",
+            tr("The file you handed in is not a notebook Jupyter can open."),
+        ),
+        ("not a notebook or a zip", tr("The file you handed in is not a notebook (.ipynb).")),
+        ("zip refused", tr("The zip you handed in could not be opened safely.")),
+        ("no notebook in the submission", tr("Your upload held no notebook.")),
         (
             "timed out",
-            "Your notebook ran for longer than the grader allows in total, and was stopped "
-            "before it could be graded.",
+            tr(
+                "Your notebook ran for longer than the grader allows in total, and was stopped "
+                "before it could be graded."
+            ),
         ),
         (
             "stopped: the grader spent",
-            "Your notebook's answers took the grader too long to read (far more data than the "
-            "checks asked for), so it was not graded.",
+            tr(
+                "Your notebook's answers took the grader too long to read (far more data than "
+                "the checks asked for), so it was not graded."
+            ),
         ),
         (
             "stopped by the sandbox",
-            "Your notebook was stopped at a limit of the grader (memory, time or disk) before "
-            "it could be graded.",
+            tr(
+                "Your notebook was stopped at a limit of the grader (memory, time or disk) "
+                "before it could be graded."
+            ),
         ),
-        ("kernel died", "Your notebook's Python process crashed before it could be graded."),
-        ("cannot tell which chapter", "The grader could not tell which chapter this answers."),
+        (
+            "kernel died",
+            tr("Your notebook's Python process crashed before it could be graded."),
+        ),
+        (
+            "cannot tell which chapter",
+            tr("The grader could not tell which chapter this answers."),
+        ),
     ]
-    words = next((w for marker, w in known if marker in text), "Your notebook could not be graded.")
-    return words + " Every test scored 0. Ask your instructor if this is unexpected."
+    words = next(
+        (w for marker, w in known if marker in text), tr("Your notebook could not be graded.")
+    )
+    return words + " " + tr("Every test scored 0. Ask your instructor if this is unexpected.")
 
 
 # ---------------------------------------------------------------- the page
@@ -213,6 +272,11 @@ class Page:
     notice: tuple[str, bool] | None = None
     partial: list[str] = field(default_factory=list)  # why the page is not complete
     budget: int = MAX_PAGE_CHARS
+    lang: str = i18n.SOURCE  # the language of the page's own words
+
+    def tr(self, msgid: str) -> str:
+        """A message of this module in the page's language (see :func:`translator`)."""
+        return i18n.gettext(self.lang, msgid)
 
     def take(self, text: str) -> tuple[str, bool]:
         """``text`` within this cell's and this page's budget; and whether it was cut."""
@@ -221,18 +285,16 @@ class Page:
         shown = text[:limit]
         self.budget -= len(shown)
         if cut:
-            self.partial.append("some cells are too long to show in full")
+            self.partial.append(self.tr("some cells are too long to show in full"))
         return shown, cut
 
 
-def _cut_note(text: str, shown: str) -> str:
-    return (
-        f'<p class="cut">… {len(text) - len(shown):,} more characters of this cell '
-        "are not shown here.</p>"
-    )
+def _cut_note(text: str, shown: str, page: Page) -> str:
+    words = page.tr("… {count} more characters of this cell are not shown here.")
+    return f'<p class="cut">{html.escape(words.format(count=f"{len(text) - len(shown):,}"))}</p>'
 
 
-def test_label(source: str) -> str:
+def test_label(source: str, lang: str = i18n.SOURCE) -> str:
     """A test cell's name: the checks it runs (``parse_test_cell``), never "Test cell"."""
     from autograder.preprocessors import BadTestCell, parse_test_cell
 
@@ -249,18 +311,20 @@ def test_label(source: str) -> str:
         head, _, detail = group.partition(".")
         return f"{head} ({detail.replace('_', ' ')})" if detail else head
 
+    tr = translator(lang)
     visible = [name(c.group) for c in calls if not c.hidden]
     secret = [name(c.group) for c in hidden if c.hidden]
     if visible:
-        return "Checks of " + ", ".join(dict.fromkeys(visible))
+        return tr("Checks of {checks}").format(checks=", ".join(dict.fromkeys(visible)))
     if secret:
-        return "Hidden checks of " + ", ".join(dict.fromkeys(secret))
-    return "Test"
+        return tr("Hidden checks of {checks}").format(checks=", ".join(dict.fromkeys(secret)))
+    return tr("Test")
 
 
-def hide_hidden_tests(source: str) -> str:
+def hide_hidden_tests(source: str, lang: str = i18n.SOURCE) -> str:
     """A test cell as a student may see it: the code between the hidden markers left out
-    (everything after a BEGIN without its END), the description kept."""
+    (everything after a BEGIN without its END), the description kept, and a comment
+    (:data:`HIDDEN_NOTE`, in ``lang``) where code was left out."""
     begin, end = nbs.HIDDEN_MARKERS
     kept, hiding, hid = [], False, False
     for line in source.splitlines():
@@ -270,7 +334,8 @@ def hide_hidden_tests(source: str) -> str:
             hiding = False
         elif not hiding and line.strip():
             kept.append(line)
-    return "\n".join([*kept, HIDDEN_NOTE] if hid else kept)
+    tr = translator(lang)
+    return "\n".join([*kept, tr(HIDDEN_NOTE)] if hid else kept)
 
 
 @functools.cache
@@ -314,15 +379,18 @@ def _outputs(cell, page: Page) -> str:
         shown, cut = page.take(text)
         parts.append(f'<pre class="{css}">{html.escape(shown)}</pre>')
         if cut:
-            parts.append(_cut_note(text, shown))
+            parts.append(_cut_note(text, shown, page))
     return "".join(parts)
 
 
-def _score_html(score: Score | None) -> str:
+def _score_html(score: Score | None, page: Page) -> str:
     if score is None:
         return ""
     if not score.graded:
-        return f'<span class="score">to be graded by hand ({score.max_score:g} points)</span>'
+        words = page.tr("to be graded by hand ({points} points)")
+        return (
+            f'<span class="score">{html.escape(words.format(points=f"{score.max_score:g}"))}</span>'
+        )
     return f'<span class="score">{score.score:g} / {score.max_score:g}</span>'
 
 
@@ -334,12 +402,12 @@ def _cell_html(cell, page: Page) -> tuple[str, str | None]:
     source = str(cell.get("source", ""))
     is_test = bool(meta.get("grade")) and not meta.get("solution") and cell.cell_type == "code"
     if is_test:
-        label = test_label(source)
-        source = hide_hidden_tests(source)
+        label = test_label(source, page.lang)
+        source = hide_hidden_tests(source, page.lang)
     elif meta.get("solution") and score is not None and score.manual:
-        label = f"Your written answer ({gid})"
+        label = page.tr("Your written answer ({grade_id})").format(grade_id=gid)
     elif meta.get("solution"):
-        label = f"Your answer ({gid})"
+        label = page.tr("Your answer ({grade_id})").format(grade_id=gid)
     else:
         label = None
     shown, cut = page.take(source)
@@ -350,7 +418,7 @@ def _cell_html(cell, page: Page) -> tuple[str, str | None]:
     else:
         body = f"<pre>{html.escape(shown)}</pre>"
     if cut:
-        body += _cut_note(source, shown)
+        body += _cut_note(source, shown, page)
     if cell.cell_type == "code" and (is_test or score is not None):
         body += _outputs(cell, page)
     if label is None and score is None:
@@ -359,7 +427,7 @@ def _cell_html(cell, page: Page) -> tuple[str, str | None]:
     state = ""
     if score is not None and score.graded:
         state = " full" if score.score >= score.max_score else " partial"
-    heading = f'<div class="heading">{html.escape(label or gid)} {_score_html(score)}</div>'
+    heading = f'<div class="heading">{html.escape(label or gid)} {_score_html(score, page)}</div>'
     block = (
         f'<section class="cell graded{state}" id="{html.escape(anchor)}">{heading}'
         f'<div class="content">{body}</div></section>'
@@ -368,7 +436,7 @@ def _cell_html(cell, page: Page) -> tuple[str, str | None]:
     if score is not None:
         entry = (
             f'<li><a href="#{html.escape(anchor)}">{html.escape(label or gid)}</a> '
-            f"{_score_html(score)}</li>"
+            f"{_score_html(score, page)}</li>"
         )
     return block, entry
 
@@ -389,27 +457,31 @@ def page_total(page: Page) -> Total:
 
 def render(page: Page, nb=None) -> str:
     """The whole page: sanitized body, its own stylesheet, a CSP that lets nothing run."""
+    tr = page.tr
     cells_html, entries, listed = [], [], set()
     if nb is not None:
         cells = list(nb.cells)
         for i, cell in enumerate(cells):
             if page.budget <= 0:
                 page.partial.append(
-                    f"your notebook is too long to show in full: its last {len(cells) - i} "
-                    "cells are not shown"
+                    tr(
+                        "your notebook is too long to show in full: its last {count} cells "
+                        "are not shown"
+                    ).format(count=len(cells) - i)
                 )
                 break
             try:
                 block, entry = _cell_html(cell, page)
             except Exception as err:  # one odd cell must not cost the whole page
+                words = tr("This cell could not be shown ({error}).")
                 block, entry = (
                     (
-                        f'<div class="cell"><p class="cut">This cell could not be shown '
-                        f"({html.escape(type(err).__name__)}).</p></div>"
+                        '<div class="cell"><p class="cut">'
+                        f"{html.escape(words.format(error=type(err).__name__))}</p></div>"
                     ),
                     None,
                 )
-                page.partial.append(f"cell {i + 1} could not be shown")
+                page.partial.append(tr("cell {number} could not be shown").format(number=i + 1))
             cells_html.append(block)
             if entry is not None:
                 entries.append(entry)
@@ -417,46 +489,87 @@ def render(page: Page, nb=None) -> str:
     # Scores the notebook does not show (a notebook that could not be read, or cut short).
     for gid, score in page.scores.items():
         if gid not in listed:
-            entries.append(f"<li>{html.escape(gid)} {_score_html(score)}</li>")
-    total = f"Score: <strong>{html.escape(str(page_total(page)))}</strong>."
+            entries.append(f"<li>{html.escape(gid)} {_score_html(score, page)}</li>")
+
+    def say(msgid: str, **fields: str) -> str:  # a message, its fields already HTML
+        return html.escape(i18n.gettext(page.lang, msgid)).format(**fields)
+
+    strong = f"<strong>{html.escape(page_total(page).words(tr))}</strong>"
+    total = say("Score: {total}.", total=strong)
     if page.late_penalty:
-        total += f" Late penalty: −{page.late_penalty:g}."
+        total += " " + say("Late penalty: −{points}.", points=f"{page.late_penalty:g}")
     notices = []
     if page.notice is not None:
         words, problem = page.notice
         css = "notice problem" if problem else "notice"
         notices.append(f'<p class="{css}">{html.escape(words)}</p>')
     if page.partial:
+        reasons = html.escape(joined(list(dict.fromkeys(page.partial)), tr))
         notices.append(
-            '<p class="notice">This page could not be built fully: '
-            + html.escape("; ".join(dict.fromkeys(page.partial)))
-            + ". Your scores above are complete.</p>"
+            '<p class="notice">'
+            + say(
+                "This page could not be built fully: {reasons}. Your scores above are complete.",
+                reasons=reasons,
+            )
+            + "</p>"
         )
-    submitted = f" · Submitted: {html.escape(page.timestamp)}" if page.timestamp else ""
+    who = [
+        say("Student: {student}", student=f"<strong>{html.escape(page.student)}</strong>"),
+        say("Chapter: {chapter}", chapter=html.escape(page.chapter)),
+    ]
+    if page.timestamp:
+        who.append(say("Submitted: {time}", time=html.escape(page.timestamp)))
     body = (
-        f"<header><h1>Feedback: {html.escape(page.title)}</h1>"
-        f'<p class="who">Student: <strong>{html.escape(page.student)}</strong> · '
-        f"Chapter: {html.escape(page.chapter)}{submitted}</p>"
+        f"<header><h1>{say('Feedback: {title}', title=html.escape(page.title))}</h1>"
+        f'<p class="who">{" · ".join(who)}</p>'
         f'<p class="total">{total}</p>{"".join(notices)}</header>'
-        f"<nav><h2>Scores</h2><ol>{''.join(entries)}</ol></nav>"
+        f"<nav><h2>{say('Scores')}</h2><ol>{''.join(entries)}</ol></nav>"
         f"<main>{''.join(cells_html)}</main>"
     )
     style = _page_css()
+    title = say("Feedback: {title}", title=html.escape(f"{page.chapter} — {page.student}"))
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html>\n<html lang="{html_lang(page.lang)}"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp(style)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>Feedback: {html.escape(page.chapter)} — {html.escape(page.student)}</title>"
+        f"<title>{title}</title>"
         f"<style>{style}</style></head>\n<body>{sanitize(body)}</body></html>\n"
     )
+
+
+def html_lang(lang: str) -> str:
+    """The page's ``<html lang>``: ``en``, ``zh-CN``."""
+    return i18n.language(lang).locale.replace("_", "-")
 
 
 # ---------------------------------------------------------------- every student
 
 
-def _title(chapter: str) -> str:
+def _released(course, chapter: str):
+    """The chapter's notebook as the course released it (``source/<chapter>/``), or None."""
+    path = course.root / "source" / chapter / f"{chapter}.ipynb"
     try:
-        nb = nbs.read(nbs.notebook_path(chapter))
+        return nbs.read(path) if path.is_file() else None
+    except Exception:
+        return None
+
+
+def released_language(course, chapter: str) -> str:
+    """The language the course released ``chapter`` in (its source notebook's
+    ``metadata.language``, written by ``Course(lang=...)``); English where it says none."""
+    nb = _released(course, chapter)
+    locale = str((nb.metadata if nb is not None else {}).get("language") or "")
+    codes = {lang.locale: code for code, lang in i18n.LANGUAGES.items()}
+    return codes.get(locale.replace("-", "_"), i18n.SOURCE)
+
+
+def _title(chapter: str, course=None) -> str:
+    """The chapter's title: the first heading of its released notebook (in the language it
+    was released in), else of the book's."""
+    try:
+        nb = _released(course, chapter) if course is not None else None
+        if nb is None:
+            nb = nbs.read(nbs.notebook_path(chapter))
         heading = next(c.source for c in nb.cells if c.cell_type == "markdown")
         return heading.splitlines()[0].lstrip("# ").strip() or chapter
     except (Exception, SystemExit):
@@ -486,19 +599,27 @@ def _graded_notebook(course, student: str, chapter: str, name: str, page: Page):
         data = read_regular(path, COPY_BACK_MAX_BYTES)
         return nbformat.reads(data.decode("utf-8"), as_version=4)
     except Exception as err:
-        page.partial.append(f"your graded notebook could not be read ({type(err).__name__})")
+        words = page.tr("your graded notebook could not be read ({error})")
+        page.partial.append(words.format(error=type(err).__name__))
         return None
 
 
-def feedback(course, chapter: str | None = None, student: str | None = None) -> list[Path]:
+def feedback(
+    course, chapter: str | None = None, student: str | None = None, lang: str | None = None
+) -> list[Path]:
     """Write ``feedback/<student>/<chapter>/<notebook>.html`` for every submission in the
-    gradebook (of ``chapter``, of ``student``, or all); return the pages written."""
+    gradebook (of ``chapter``, of ``student``, or all); return the pages written.
+
+    ``lang``: the language of the pages' own words; by default each chapter's, the language
+    the course released it in (:func:`released_language`)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     from autograder.course import venv_on_path
     from autograder.jobs import write_private
 
     venv_on_path()
+    if lang is not None:
+        i18n.language(lang)  # an unknown language is an error before any page is written
     chapters = [chapter] if chapter else nbs.chapter_names()
     written: list[Path] = []
     with Gradebook(course.db_url, course_id=course.course_id) as gb:
@@ -508,13 +629,14 @@ def feedback(course, chapter: str | None = None, student: str | None = None) -> 
                 submissions = gb.assignment_submissions(ch)
             except MissingEntry:
                 continue
-            title = _title(ch)
+            title = _title(ch, course)
+            words = lang or released_language(course, ch)
             for sub in submissions:
                 who = sub.student.id
                 if (student and who != student) or not SAFE_ID.match(who) or who in (".", ".."):
                     continue
                 for nb_sub in sub.notebooks:
-                    page = _page(course, gb, ch, who, title, sub, nb_sub, outcomes)
+                    page = _page(course, ch, who, title, sub, nb_sub, outcomes, words)
                     out = course.root / "feedback" / who / ch / f"{nb_sub.name}.html"
                     out.parent.mkdir(parents=True, exist_ok=True)
                     write_private(out, page.encode("utf-8"))
@@ -523,8 +645,8 @@ def feedback(course, chapter: str | None = None, student: str | None = None) -> 
     return written
 
 
-def _page(course, gb, chapter, who, title, sub, nb_sub, outcomes) -> str:
-    page = Page(student=who, chapter=chapter, title=title)
+def _page(course, chapter, who, title, sub, nb_sub, outcomes, lang=i18n.SOURCE) -> str:
+    page = Page(student=who, chapter=chapter, title=title, lang=lang)
     try:
         page.timestamp = str(sub.timestamp or "")
         page.late_penalty = float(sub.late_submission_penalty or 0)
@@ -537,14 +659,16 @@ def _page(course, gb, chapter, who, title, sub, nb_sub, outcomes) -> str:
         ordered = {c.name: i for i, c in enumerate(nb_sub.notebook.source_cells)}
         page.scores = dict(sorted(page.scores.items(), key=lambda kv: ordered.get(kv[0], 1 << 30)))
     except Exception as err:  # the scores themselves: say so, and show what there is
-        page.partial.append(f"the scores could not all be read ({type(err).__name__})")
-    page.notice = in_plain_words(outcomes.get((who, chapter)))
+        words = page.tr("the scores could not all be read ({error})")
+        page.partial.append(words.format(error=type(err).__name__))
+    page.notice = in_plain_words(outcomes.get((who, chapter)), lang)
     nb = _graded_notebook(course, who, chapter, nb_sub.name, page)
     if nb is None and not (page.notice and page.notice[1]):
-        page.partial.append("there is no graded copy of your notebook to show")
+        page.partial.append(page.tr("there is no graded copy of your notebook to show"))
     try:
         return render(page, nb)
     except Exception as err:  # the last resort: the scores and the reason, no notebook
-        page.partial.append(f"your notebook could not be shown ({type(err).__name__})")
+        words = page.tr("your notebook could not be shown ({error})")
+        page.partial.append(words.format(error=type(err).__name__))
         page.budget = MAX_PAGE_CHARS
         return render(page, None)

@@ -6,15 +6,27 @@ the feedback page, Gradescope's results) says so in the same words, through :cla
 
     12/12 autograded; 2 points to be graded by hand
     12/12 autograded; 1.5/2 graded by hand
+
+The feedback page says it in the language of the chapter's release (:meth:`Total.words`,
+with the ``course`` catalog: every ``tr("...")`` here is one of its messages).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
-def _points(n: float) -> str:
-    return f"{n:g} point{'' if n == 1 else 's'}"
+def _same(msgid: str) -> str:
+    return msgid
+
+
+def joined(items: list[str], tr: Callable[[str], str] = _same) -> str:
+    """``a; b; c`` (in Chinese ``a；b；c``: ``tr`` gives the language's messages)."""
+    text = items[0] if items else ""
+    for item in items[1:]:
+        text = tr("{first}; {then}").format(first=text, then=item)
+    return text
 
 
 @dataclass(frozen=True)
@@ -33,12 +45,26 @@ class Total:
         return self.hand_max - self.hand_graded_max
 
     def __str__(self) -> str:
-        text = f"{self.auto:g}/{self.auto_max:g} autograded"
+        return self.words()
+
+    def words(self, tr: Callable[[str], str] = _same) -> str:
+        """The score in words; ``tr``: the messages of a language (English by default)."""
+        parts = [
+            tr("{auto}/{top} autograded").format(auto=f"{self.auto:g}", top=f"{self.auto_max:g}")
+        ]
         if self.hand_graded_max:
-            text += f"; {self.hand:g}/{self.hand_graded_max:g} graded by hand"
+            parts.append(
+                tr("{hand}/{top} graded by hand").format(
+                    hand=f"{self.hand:g}", top=f"{self.hand_graded_max:g}"
+                )
+            )
         if self.pending:
-            text += f"; {_points(self.pending)} to be graded by hand"
-        return text
+            if self.pending == 1:
+                pending = tr("{points} point to be graded by hand")
+            else:
+                pending = tr("{points} points to be graded by hand")
+            parts.append(pending.format(points=f"{self.pending:g}"))
+        return joined(parts, tr)
 
 
 def is_hand_graded(cell_type: str) -> bool:

@@ -61,16 +61,18 @@ def _key(chapters: Iterable[str] | None) -> tuple[str, ...]:
 
 @pytest.fixture(scope="session")
 def released(tmp_path_factory) -> Callable[..., Path]:
-    """``released(chapters=None)``: the root of a course folder with ``chapters`` (default:
-    every chapter) released, made once per test run. Read it, never write into it; to grade,
-    take a :func:`released_copy`."""
+    """``released(chapters=None, lang="en")``: the root of a course folder with ``chapters``
+    (default: every chapter) released in language ``lang``, made once per test run. Read it,
+    never write into it; to grade, take a :func:`released_copy`."""
 
-    def get(chapters: Iterable[str] | None = None) -> Path:
+    def get(chapters: Iterable[str] | None = None, lang: str = "en") -> Path:
         key = _key(chapters)
         name = "release-all" if key == tuple(nbs.chapter_names()) else "release-" + "-".join(key)
+        if lang != "en":
+            name = name.replace("release-", f"release-{lang}-", 1)
 
         def make(path: Path) -> None:
-            Course(path).release(list(key))
+            Course(path, lang=lang).release(list(key))
 
         return made_once(tmp_path_factory, name, make)
 
@@ -79,12 +81,16 @@ def released(tmp_path_factory) -> Callable[..., Path]:
 
 @pytest.fixture(scope="session")
 def released_copy(released) -> Callable[..., Course]:
-    """``released_copy(dest, chapters=None, **course_options)``: a ``Course`` at ``dest`` with
-    ``chapters`` (default: all) already released, copied from :func:`released`; the same
-    folder, gradebook and templates that ``Course(dest, ...).release(chapters)`` would make."""
+    """``released_copy(dest, chapters=None, lang="en", **course_options)``: a ``Course`` at
+    ``dest`` with ``chapters`` (default: all) already released in ``lang``, copied from
+    :func:`released`; the same folder, gradebook and templates that ``Course(dest, lang=lang,
+    ...).release(chapters)`` would make."""
 
-    def copy(dest: Path, chapters: Iterable[str] | None = None, **options) -> Course:
-        shutil.copytree(released(chapters), dest)
-        return Course(dest, **options)  # its nbgrader_config.py is rewritten before each use
+    def copy(
+        dest: Path, chapters: Iterable[str] | None = None, lang: str = "en", **options
+    ) -> Course:
+        shutil.copytree(released(chapters, lang), dest)
+        # its nbgrader_config.py is rewritten before each use
+        return Course(dest, lang=lang, **options)
 
     return copy

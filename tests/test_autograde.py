@@ -30,6 +30,13 @@ alone=True)``, ``@unusual(..., alone=True)``): it is then graded in a notebook o
 every other exercise keeping the reference.
 
 Code cells after the chapter's last test cell cannot change a score and are emptied.
+
+**Language.** For one chapter (``LANG_CHAPTER``), the reference and the first packed notebook
+are also graded in Chinese: translated as a Chinese release is
+(:func:`autograder.i18n.pages.translate_notebook`: the markdown, and ``metadata.language``,
+which makes the checks speak Chinese), by a course that released the chapter in Chinese, as
+an instructor of a Chinese class grades. Every cell must score what its English twin
+scored; the checks' messages must be Chinese; and the feedback pages Chinese too.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ ONLY = [c for c in os.environ.get("AUTOGRADE_CHAPTERS", "").split(",") if c]
 CHAPTERS = [c for c in nbs.chapter_names() if not ONLY or c in ONLY]
 LAYOUT_CHAPTER = CHAPTERS[-1]
 CASCADE_CHAPTER = "multi_head_attention"
+LANG_CHAPTER = "masking"
 
 
 def by_chapter(values, chapter_of_value, ids):
@@ -559,6 +567,66 @@ def test_a_wrong_earlier_exercise_costs_nothing_in_a_later_one(graded):
             assert got < top, f"{grade_id}: {got} of {top}"
         else:
             assert top > 0 and got == top, f"{grade_id}: {got} of {top}"
+
+
+# ---------------------------------------------------------------- in another language
+
+
+def _has_chinese(text: str) -> bool:
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
+
+
+@pytest.mark.skipif(LANG_CHAPTER not in CHAPTERS, reason="chapter not selected")
+def test_the_same_answers_in_chinese_earn_the_same_grades(graded, released_copy, tmp_path):
+    """Graded by a course that released the chapter in Chinese, do the Chinese forms of the
+    reference and of a packed notebook of wrong answers score exactly what their English
+    twins scored, cell by cell (points and pass or fail), with the checks' messages in
+    Chinese, no problem reported, and Chinese feedback pages?"""
+    from autograder.feedback import feedback
+    from autograder.i18n.pages import translate_notebook
+
+    chapter, page = LANG_CHAPTER, f"book/{LANG_CHAPTER}"
+    batch = graded(chapter)
+    packed = next(p for p in PACKED if p.student == f"packed_{chapter}_0")
+    twins = {
+        f"reference_{chapter}": nbs.read(nbs.notebook_path(chapter)),
+        packed.student: with_answers(chapter, packed.answers),
+    }
+    course = released_copy(tmp_path / "course", [chapter], lang="zh")
+    subs = tmp_path / "submissions"
+    subs.mkdir()
+    for student, nb in twins.items():
+        nbformat.write(translate_notebook(nb, "zh", page), subs / f"{student}.ipynb")
+    out = tmp_path / "grades.csv"
+    assert course.grade(subs, chapter, out) == 0
+    with open(out.with_name("problems.csv"), newline="") as f:
+        assert not list(csv.DictReader(f))
+    with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
+        chinese = {
+            (student, grade.name): (grade.score, grade.max_score)
+            for student in twins
+            for notebook in gb.find_submission(chapter, student).notebooks
+            for grade in notebook.grades
+        }
+    english = {key: value for key, value in batch.scores.items() if key[0] in twins}
+    assert chinese == english  # every grade cell, its points and so its pass or fail
+    lost = [
+        g
+        for g in graded_cells(chapter)
+        if english[packed.student, g][0] < english[packed.student, g][1]
+    ]
+    assert lost and len(lost) < len(graded_cells(chapter))  # both verdicts compared
+    graded_nb = nbs.read(course.root / "autograded" / packed.student / chapter / f"{chapter}.ipynb")
+    messages = {
+        nbs.nbgrader_meta(c).get("grade_id"): _text(c.get("outputs", [])) for c in graded_nb.cells
+    }
+    assert all(_has_chinese(messages[g]) for g in lost), {g: messages[g] for g in lost}
+    assert not any(_has_chinese(batch.outputs[packed.student, g]) for g in lost)
+    pages = feedback(course, chapter)
+    assert len(pages) == len(twins)
+    for path in pages:
+        text = path.read_text(encoding="utf-8")
+        assert '<html lang="zh-CN">' in text and "分数：" in text and "Score:" not in text
 
 
 # ---------------------------------------------------------------- what the grader reads and writes

@@ -19,7 +19,13 @@ import pytest
 
 from autograder import i18n, launch
 from autograder import notebooks as nbs
-from autograder.editions import OUTPUTS_NOTE, YOUR_ANSWER, stage_book
+from autograder.editions import (
+    MODEL_ANSWER_SUMMARY,
+    OUTPUTS_NOTE,
+    YOUR_ANSWER,
+    downloadable,
+    stage_book,
+)
 from autograder.i18n import book, catalogs, markdown, pages, readme
 from autograder.i18n.sphinx import switch_url
 
@@ -61,11 +67,14 @@ def test_every_page_has_a_catalog():
 
 @pytest.fixture
 def repo(tmp_path):
-    """A copy of what the checks read: the book, its configuration, the catalogs and the
-    READMEs."""
+    """A copy of what the checks read: the book, its configuration, the catalogs, the
+    READMEs and the tools whose messages are the course's."""
     for name in ("book", "locale"):
         shutil.copytree(ROOT / name, tmp_path / name)
     for name in ("_config.yml", "_toc.yml", readme.SOURCE, readme.path(ZH).name):
+        shutil.copy(ROOT / name, tmp_path / name)
+    for name in catalogs.TOOL_MODULES:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
 
@@ -156,6 +165,22 @@ def test_a_changed_diagram_label_fails_until_make_catalogs(repo):
     assert any(f"figures.po:{entry.linenum}: placeholders" in p for p in found), found
     _edit_entry(repo, catalogs.FIGURES, "keys, values", msgstr="钥匙、值")
     assert any("'key' should be 键" in p for p in catalogs.term_problems(ZH, "figures", repo))
+
+
+def test_a_changed_feedback_message_fails_until_make_catalogs(repo):
+    """The feedback page's words are messages of ``course``: does a changed one fail the
+    catalog's check (new untranslated, old left over), and is a ``tr`` of something that is
+    not a literal string an error (its text could not be translated)?"""
+    path = repo / "autograder/feedback.py"
+    text = path.read_text()
+    assert 'tr("Scores")' in text or "say('Scores')" in text
+    path.write_text(text.replace("say('Scores')", "say('Your scores')"))
+    found = catalogs.completeness_problems(ZH, i18n.COURSE, repo)
+    assert any("not in" in p and "'Your scores'" in p for p in found), found
+    assert any("'Scores' is no longer in the source" in p for p in found), found
+    path.write_text(text + "\n\ndef later(page, name):\n    return page.tr(name)\n")
+    with pytest.raises(catalogs.ToolMessageError, match="feedback.py:.*literal string"):
+        catalogs.tool_messages(repo)
 
 
 def test_a_role_may_change_its_title_but_not_its_target():
@@ -470,6 +495,12 @@ def test_stage_of_the_chinese_book(tmp_path):
     assert (tmp_path / "book/figures/zh_CN/masking.svg").read_bytes() == (
         ROOT / "book/figures/zh_CN/masking.svg"
     ).read_bytes()
+    # its download (what the build's _write_downloads writes): the model answer's fold Chinese
+    download = pages.translate_notebook(downloadable(nb), ZH, "book/masking")
+    folds = re.findall(r"<summary>([^<]*)</summary>", nbformat.writes(download))
+    summary = i18n.gettext(ZH, MODEL_ANSWER_SUMMARY)
+    assert summary != MODEL_ANSWER_SUMMARY and folds.count(summary) == 1, folds
+    assert all(re.search(r"[\u4e00-\u9fff]", f) for f in folds), folds
 
 
 @pytest.mark.parametrize(

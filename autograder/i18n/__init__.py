@@ -5,7 +5,8 @@ and grades. A translation is a set of gettext catalogs, one per page of the book
 for the text the course's tools write (``course.po``)::
 
     locale/zh_CN/LC_MESSAGES/book/<page>.po   the messages of book/<page>.ipynb or .md
-    locale/zh_CN/LC_MESSAGES/course.po        notes, prompts, titles and READMEs of autograder/
+    locale/zh_CN/LC_MESSAGES/course.po        notes, prompts, titles and READMEs of autograder/,
+                                              and the words of the feedback pages
     locale/zh_CN/LC_MESSAGES/README.po        the student part of README.md (README.zh-CN.md)
     locale/zh_CN/translated.txt               the catalogs that must be complete (tests)
     locale/zh_CN/terms.tsv                    the term pairs every translation keeps to

@@ -71,7 +71,8 @@ class CourseMessage:
 
 
 def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
-    """What the course's tools write for readers: edition notes, titles, prompts, READMEs."""
+    """What the course's tools write for readers: edition notes, titles, prompts, READMEs,
+    the words of the feedback pages (:func:`tool_messages`)."""
     from autograder import course, editions, launch
     from autograder.i18n.sphinx import INCOMPLETE, THEME_BUTTONS
 
@@ -100,6 +101,9 @@ def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
         found.append(CourseMessage(text, EDITIONS, f"a written answer ({edition})", staged=True))
     found += [
         CourseMessage(editions.MODEL_ANSWER_TITLE, EDITIONS, "a model answer's title", staged=True),
+        CourseMessage(
+            editions.MODEL_ANSWER_SUMMARY, EDITIONS, "a model answer's fold in a workbook"
+        ),
         CourseMessage(editions.MYST_TOOLTIP, "autograder/editions.py", "the .md download button"),
         CourseMessage(
             course.SETUP_NOTE, "autograder/course.py", "README.md of a released chapter",
@@ -117,7 +121,51 @@ def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
         CourseMessage(m, "sphinx-book-theme", "a button of the page's header")
         for m in THEME_BUTTONS
     ]
-    return found
+    return found + tool_messages(root)
+
+
+# The tools whose every `tr("...")` (or `say("...")`, `page.tr("...")`) is a message of
+# `course`: the feedback page and the words of a score.
+TOOL_MODULES = {
+    "autograder/feedback.py": "a feedback page",
+    "autograder/scores.py": "a score, on a feedback page",
+}
+TOOL_CALLS = {"tr", "say"}
+
+
+class ToolMessageError(ValueError):
+    """A ``tr(...)`` of a tool that ``make catalogs`` cannot read."""
+
+
+def tool_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
+    """The messages of :data:`TOOL_MODULES`, as xgettext finds them: the literal first argument
+    (or a module constant's name) of every call of ``tr``, ``say`` or ``<x>.tr``, in the order
+    of the file. Any other argument is an error: its text could not be translated."""
+    found = []
+    for rel, note in TOOL_MODULES.items():
+        tree = ast.parse((root / rel).read_text(encoding="utf-8"), filename=rel)
+        constants = _constants(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name not in TOOL_CALLS:
+                continue
+            arg = node.args[0] if node.args else None
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                msgid = arg.value
+            elif isinstance(arg, ast.Name) and arg.id in constants:
+                msgid = constants[arg.id]
+            else:
+                raise ToolMessageError(
+                    f"{rel}:{node.lineno}: {name}() takes a literal string (or a module "
+                    "constant), so that `make catalogs` can read it; fill in its fields after "
+                    'it: tr("Chapter: {chapter}").format(chapter=chapter)'
+                )
+            template = bool(PLACEHOLDER.search(msgid))
+            found.append(CourseMessage(msgid, rel, note, template, line=node.lineno))
+    return sorted(found, key=lambda m: (list(TOOL_MODULES).index(m.where), m.line))
 
 
 def theme_messages() -> list[CourseMessage]:
