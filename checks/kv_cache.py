@@ -427,7 +427,9 @@ def step_contract(attend_with_cache, device, *, seed, B, h, n, t, d, dv, window)
     expected = reference_step(q, k, v, cache, window)[0]
     output = run_step(attend_with_cache, q, k, v, cache, window)[0]
     what = describe_step(q, v, cache, window)
-    expect_close(output, expected.to(where), f"{what} in float64", atol=1e-10, rtol=1e-8)
+    expect_close(
+        output, expected.to(where), tr("{what} in float64").format(what=what), atol=1e-10, rtol=1e-8
+    )
 
     def f(queries, keys, values, cached_keys, cached_values):
         pair = None if cached_keys is None else (cached_keys, cached_values)

@@ -170,7 +170,7 @@ def masked_softmax_contract(masked_softmax, device, *, seed, B, m, n, reference)
     expect_gradient_values(
         lambda X: masked(masked_softmax, X, lens.to(dev64)),
         {"X": X.to(dev64, torch.float64)},
-        f"masked_softmax in float64 (B={B}, m={m}, n={n})",
+        tr("masked_softmax in float64 (B={B}, m={m}, n={n})").format(B=B, m=m, n=n),
         seed=seed,
     )
     keep = torch.arange(n, device=device) < lens[..., None]

@@ -213,7 +213,9 @@ def transpose_contract(fn, device, *, B, T, d, h, inverse):
     leaf = X.clone().requires_grad_()
     expect_gradients(call(fn, leaf, h), {"X": leaf}, f"{name}(X, {h})")
     expect_gradient_values(
-        lambda X: call(fn, X, h), {"X": X.to(dev64, torch.float64)}, f"{name}(X, {h}) in float64"
+        lambda X: call(fn, X, h),
+        {"X": X.to(dev64, torch.float64)},
+        tr("{what} in float64").format(what=f"{name}(X, {h})"),
     )
     Xm = X.to("meta")
     on_meta(lambda: call(fn, Xm, h), tr("{name} on the meta device").format(name=name))
