@@ -67,6 +67,7 @@ class Question:
     hints: dict = field(default_factory=dict)  # wrong answer -> hint
     hint: str = ""  # for any other wrong answer
     tolerance: dict | None = None  # {"abs": x} or {"rel": r}
+    cell: int = 0  # the answer cell's index in its notebook
 
 
 def _assigned(cell) -> list[str]:
@@ -178,9 +179,10 @@ def questions(root: Path = nbs.ROOT) -> list[Question]:
     """Every question of the book, in reading order."""
     found = []
     for path in nbs.chapter_notebooks(root):
-        for cell in nbs.read(path).cells:
+        for index, cell in enumerate(nbs.read(path).cells):
             if is_question(cell):
                 found.append(read(cell, path.stem))
+                found[-1].cell = index
     return found
 
 

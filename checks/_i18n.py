@@ -10,7 +10,12 @@ at run time, since a student's kernel has only the standard library and torch:
     checks/_messages/<locale>.json          the messages of the visible checks
     checks/hidden/_messages/<locale>.json   those only the hidden checks say
 
-(the hidden ones stay with ``checks/hidden``, which a release and the wheel never hold).
+(the hidden ones stay with ``checks/hidden``, which a release and the wheel never hold). The
+hints of the questions' self-checks (``# hint`` comments of the answer cells, which
+``python -m autograder export`` writes to ``solutions/answers.py``) are translated in the same
+catalog, and shipped beside the module they belong to, which no release holds either:
+
+    solutions/_messages/<locale>.json       the questions' hints (:func:`tr` with ``beside``)
 
 The language, first found first (:func:`language`):
 
@@ -117,9 +122,9 @@ def files(code: str) -> list[Path]:
 
 
 @functools.cache
-def _table(code: str, stamps: tuple) -> dict[str, str]:
+def _table(paths: tuple[Path, ...], stamps: tuple) -> dict[str, str]:
     table: dict[str, str] = {}
-    for path in files(code):
+    for path in paths:
         try:
             with open(path, encoding="utf-8") as f:
                 table.update(json.load(f))
@@ -128,22 +133,41 @@ def _table(code: str, stamps: tuple) -> dict[str, str]:
     return table
 
 
-def translations(code: str) -> dict[str, str]:
-    """msgid -> msgstr of ``code`` as shipped (empty for English)."""
-    if code == SOURCE or code not in LOCALES:
-        return {}
+def _read(paths: list[Path]) -> dict[str, str]:
     stamps = []
-    for path in files(code):
+    for path in paths:
         try:
             stamps.append(os.stat(path).st_mtime_ns)
         except OSError:
             stamps.append(None)
-    return _table(code, tuple(stamps))
+    return _table(tuple(paths), tuple(stamps))
 
 
-def tr(message: str) -> str:
-    """``message`` (English, a template or a question) in the checks' language, or as it is."""
+def translations(code: str, beside: str | os.PathLike | None = None) -> dict[str, str]:
+    """msgid -> msgstr of ``code`` as shipped (empty for English); with ``beside`` (a module's
+    file), those shipped next to that module too, in its folder's ``_messages``."""
+    if code == SOURCE or code not in LOCALES:
+        return {}
+    paths = files(code)
+    if beside is not None:
+        paths.append(Path(beside).parent / FOLDER / f"{LOCALES[code]}.json")
+    return _read(paths)
+
+
+def N_(message: str) -> str:
+    """``message`` as it is, marked for the catalog: a message kept in a constant (a table of
+    classic mistakes, say) and translated where it is said, with :func:`tr` (gettext's ``N_``)."""
+    return message
+
+
+def tr(message: str, beside: str | os.PathLike | None = None) -> str:
+    """``message`` (English, a template or a question) in the checks' language, or as it is.
+
+    Args:
+        beside: the file of a module whose translations are shipped next to it (the questions'
+            hints, beside ``solutions/answers.py``), to look in too.
+    """
     code = language()
     if code == SOURCE:
         return message
-    return translations(code).get(message) or message
+    return translations(code, beside).get(message) or message

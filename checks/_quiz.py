@@ -25,7 +25,8 @@ The self-study module holds, for each question, the answer cell's solution regio
 (``answer_X_Y = <the key>`` and its ``# why:`` comment) and what its comments declare:
 
 - ``# hint "a": …`` (a letter) or ``# hint 12288: …`` (a number): the hint for that wrong answer;
-- ``# hint: …``: the hint for any other wrong answer;
+- ``# hint: …``: the hint for any other wrong answer (a hint is English, and translated in the
+  catalog of the checks' messages: :mod:`checks._i18n`);
 - ``# tolerance: 0.05`` (absolute) or ``# tolerance: 2%`` (relative): how far a number may be
   from the key, as the hidden key check allows (exact if not given).
 
@@ -148,10 +149,12 @@ def hint(name: str, value) -> str:
     module = answers()
     if module is None:
         return tr(FALLBACK_HINT)
+    beside = getattr(module, "__file__", None)  # its hints' translations are shipped beside it
     for answer, text in getattr(module, "HINTS", {}).get(name, {}).items():
         if close(value, answer, None):
-            return text
-    return getattr(module, "HINT", {}).get(name) or tr(FALLBACK_HINT)
+            return tr(text, beside)
+    text = getattr(module, "HINT", {}).get(name)
+    return tr(text, beside) if text else tr(FALLBACK_HINT)
 
 
 def verdict(group: str, fn, echo=None) -> None:

@@ -21,6 +21,7 @@ from checks._core import (
     shape_str,
     softmax_list,
 )
+from checks._i18n import tr
 from checks.scoring import (
     attend,
     build,
@@ -46,11 +47,23 @@ def expect_no_concatenation(module, B, m, n, dq, dk, h, *, seed, device):
     bound = B * m * n * (dq + dk)
     if numel >= bound:
         raise CheckError(
-            f"the forward on B={B}, m={m}, n={n}, queries of size {dq}, keys {dk}, "
-            f"num_hiddens {h} made a tensor of shape {shape_str(shape)} ({numel} numbers), "
-            f"as large as the (B, m, n, d_q + d_k) = {shape_str((B, m, n, dq + dk))} tensor of "
-            "every query concatenated with every key, which the exercise rules out. The "
-            "exercise's hint shows where to look for a way around it."
+            tr(
+                "the forward on B={B}, m={m}, n={n}, queries of size {dq}, keys {dk}, "
+                "num_hiddens {h} made a tensor of shape {shape} ({numel} numbers), "
+                "as large as the (B, m, n, d_q + d_k) = {pairs} tensor of "
+                "every query concatenated with every key, which the exercise rules out. The "
+                "exercise's hint shows where to look for a way around it."
+            ).format(
+                B=B,
+                m=m,
+                n=n,
+                dq=dq,
+                dk=dk,
+                h=h,
+                shape=shape_str(shape),
+                numel=numel,
+                pairs=shape_str((B, m, n, dq + dk)),
+            )
         )
 
 
@@ -67,11 +80,11 @@ def concat_identical_keys(ConcatAttention, device):
     queries, keys, values, valid_lens, expected = identical_keys_example(device)
     attention = build(ConcatAttention, 2, 20, 8, 0.1, device=device)
     out, weights = attend(attention, queries, keys, values, valid_lens)
-    expect_close(out, expected, "the output", labels=("batch", "query"))
+    expect_close(out, expected, tr("the output"), labels=("batch", "query"))
     expect_close(
         weights[:, 0, 6:],
         torch.zeros(2, 4, device=device),
-        "weights of padded keys",
+        tr("weights of padded keys"),
         labels=("batch",),
     )
 
@@ -103,7 +116,7 @@ def concat_small_example(ConcatAttention, device):
     expect_close(
         weights,
         torch.tensor([rows], device=device),
-        "attention_weights in the worked example",
+        tr("attention_weights in the worked example"),
         labels=("batch", "query"),
     )
 
@@ -160,4 +173,8 @@ def quiz_3_3_form(answer, device):
     """Is answer_3_3 a whole number?"""
     value = expect_number(answer(), "answer_3_3")
     if value != int(value) or value < 0:
-        raise CheckError(f"answer_3_3 counts parameters: a whole number ≥ 0, got {value!r}")
+        raise CheckError(
+            tr("answer_3_3 counts parameters: a whole number ≥ 0, got {value!r}").format(
+                value=value
+            )
+        )

@@ -17,6 +17,7 @@ from checks._core import (
     shape_str,
     softmax_list,
 )
+from checks._i18n import tr
 from checks.scoring import attend, build, dropout_contract, module_contract
 
 NAME = "LowRankBilinearAttention"
@@ -39,11 +40,23 @@ def expect_no_full_W(module, device, *, B, m, n, dq, dk, seed):
     numel, shape = watch.largest
     if numel >= dq * dk:
         raise CheckError(
-            f"the forward made a tensor of shape {shape_str(shape)} ({numel} numbers) for "
-            f"queries of size d_q={dq}, keys of size d_k={dk} and rank r={module.W_q.out_features} "
-            f"(B={B}, m={m}, n={n}): at least the d_q·d_k = {dq * dk} numbers of the full W = "
-            "W_qᵀ W_k that the factorised form exists to avoid. The exercise's hint shows "
-            "where to look for another order of the products."
+            tr(
+                "the forward made a tensor of shape {shape} ({numel} numbers) for "
+                "queries of size d_q={dq}, keys of size d_k={dk} and rank r={r} "
+                "(B={B}, m={m}, n={n}): at least the d_q·d_k = {full} numbers of the full W = "
+                "W_qᵀ W_k that the factorised form exists to avoid. The exercise's hint shows "
+                "where to look for another order of the products."
+            ).format(
+                shape=shape_str(shape),
+                numel=numel,
+                dq=dq,
+                dk=dk,
+                r=module.W_q.out_features,
+                B=B,
+                m=m,
+                n=n,
+                full=dq * dk,
+            )
         )
 
 
@@ -59,13 +72,13 @@ def low_rank_shapes(LowRankBilinearAttention, device):
     expect_close(
         weights.sum(-1),
         torch.ones(2, 4, device=device),
-        "row sums of the weights",
+        tr("row sums of the weights"),
         labels=("batch",),
     )
     expect_close(
         weights[1, :, 2:],
         torch.zeros(4, 4, device=device),
-        "weights of padded keys",
+        tr("weights of padded keys"),
         labels=("query",),
     )
 
@@ -138,7 +151,9 @@ def quiz_5_2_form(answer, device):
     value = expect_number(answer(), "answer_5_2")
     if value != int(value) or value < 1:
         raise CheckError(
-            f"answer_5_2 should be a rank, a whole number of at least 1, got {value:g}"
+            tr("answer_5_2 should be a rank, a whole number of at least 1, got {value:g}").format(
+                value=value
+            )
         )
 
 

@@ -12,6 +12,7 @@ from checks._core import (
     expect_number,
     softmax_list,
 )
+from checks._i18n import tr
 from checks.scoring import attend, build, dropout_contract, module_contract
 
 
@@ -57,16 +58,18 @@ def expect_zero_vectors_safe(CosineAttention, device, *, dtype=torch.float32):
         t.to(dtype) if t.is_floating_point() else t for t in zero_vectors_example(device)
     )
     attention = build(CosineAttention, 0.0, scale=2.0, device=device).to(dtype)
-    what = "with a zero query (query 1), a zero valid key (key 1) and a zero padded key (key 3)"
+    what = tr("with a zero query (query 1), a zero valid key (key 1) and a zero padded key (key 3)")
     queries, keys, values = (t.clone().requires_grad_() for t in (queries, keys, values))
     named = module_tensors(attention, queries=queries, keys=keys, values=values)
     out, weights = attend(attention, queries, keys, values, valid_lens)
     expect_finite(weights, f"attention_weights {what}")
-    expect_finite(out, f"the output {what}")
+    expect_finite(out, tr("the output {what}").format(what=what))
     expect_close(
         weights,
         expected,
-        f"attention_weights {what}: a zero vector has cosine 0 with every vector",
+        tr("attention_weights {what}: a zero vector has cosine 0 with every vector").format(
+            what=what
+        ),
         labels=("batch", "query"),
     )
     for t in named.values():
@@ -75,12 +78,17 @@ def expect_zero_vectors_safe(CosineAttention, device, *, dtype=torch.float32):
     (out * direction).sum().backward()
     for name, t in named.items():
         if t.grad is None:
-            raise CheckError(f"the forward {what}: no gradient reached {name}")
+            raise CheckError(
+                tr("the forward {what}: no gradient reached {name}").format(what=what, name=name)
+            )
         if not bool(torch.isfinite(t.grad).all()):
             raise CheckError(
-                f"the forward {what}: the gradient of {name} has nan or inf, although the "
-                "output is finite. 0/0 somewhere in the graph poisons the gradient even where "
-                "the forward masks or replaces it; divide by a length that cannot be 0."
+                tr(
+                    "the forward {what}: the gradient of {name} has nan or inf, although the "
+                    "output is finite. 0/0 somewhere in the graph poisons the gradient even "
+                    "where the forward masks or replaces it; divide by a length that cannot be "
+                    "0."
+                ).format(what=what, name=name)
             )
     for name, rows in (("queries", [1]), ("keys", [1, 3])):
         grad = named[name].grad.detach()[0, rows].abs()
@@ -88,10 +96,19 @@ def expect_zero_vectors_safe(CosineAttention, device, *, dtype=torch.float32):
         if largest > ZERO_GRADIENT_BOUND:
             row = rows[int(grad.amax(dim=-1).argmax())]
             raise CheckError(
-                f"the forward {what}: the gradient of {name} at row {row}, a zero vector, is "
-                f"{largest:.3g}, above {ZERO_GRADIENT_BOUND:.0e} for inputs of order 1: the "
-                "gradient explodes at a zero vector. Dividing by max(‖x‖, ε) gives a gradient "
-                "of 1/ε there (10¹² for F.normalize's ε); divide only where the length is not 0."
+                tr(
+                    "the forward {what}: the gradient of {name} at row {row}, a zero vector, "
+                    "is {largest:.3g}, above {ZERO_GRADIENT_BOUND:.0e} for inputs of order 1: "
+                    "the gradient explodes at a zero vector. Dividing by max(‖x‖, ε) gives a "
+                    "gradient of 1/ε there (10¹² for F.normalize's ε); divide only where the "
+                    "length is not 0."
+                ).format(
+                    what=what,
+                    name=name,
+                    row=row,
+                    largest=largest,
+                    ZERO_GRADIENT_BOUND=ZERO_GRADIENT_BOUND,
+                )
             )
 
 
@@ -133,7 +150,9 @@ def quiz_4_1_form(answer, device):
     value = expect_number(answer(), "answer_4_1")
     if value < 0:
         raise CheckError(
-            f"answer_4_1 is a standard deviation, which is never negative; got {value!r}"
+            tr("answer_4_1 is a standard deviation, which is never negative; got {value!r}").format(
+                value=value
+            )
         )
 
 

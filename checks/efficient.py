@@ -14,6 +14,7 @@ from checks._core import (
     random_lengths,
     shape_str,
 )
+from checks._i18n import tr
 
 
 def get_mask(valid_lens_to_mask, valid_lens, num_queries, num_keys, shape):
@@ -26,11 +27,17 @@ def get_mask(valid_lens_to_mask, valid_lens, num_queries, num_keys, shape):
     expect_tensor(mask, call, device=valid_lens.device)
     if mask.dtype != torch.bool:
         raise CheckError(
-            f"{call} has dtype {mask.dtype}, expected torch.bool. SDPA adds a floating-point "
-            "attn_mask to the scores instead of reading it as attend / do not attend."
+            tr(
+                "{call} has dtype {dtype}, expected torch.bool. SDPA adds a floating-point "
+                "attn_mask to the scores instead of reading it as attend / do not attend."
+            ).format(call=call, dtype=mask.dtype)
         )
     if tuple(mask.shape) != tuple(shape):
-        raise CheckError(f"{call} has shape {shape_str(mask.shape)}, expected {shape_str(shape)}")
+        raise CheckError(
+            tr("{call} has shape {mask_shape}, expected {shape}").format(
+                call=call, mask_shape=shape_str(mask.shape), shape=shape_str(shape)
+            )
+        )
     return mask
 
 
@@ -39,11 +46,17 @@ def expect_mask(mask, expected, call):
     if torch.equal(mask, expected):
         return
     b, _, i = (int(x) for x in torch.nonzero((mask != expected).any(-1))[0])
-    query = f", query {i}" if mask.shape[2] > 1 else ""
+    query = tr(", query {i}").format(i=i) if mask.shape[2] > 1 else ""
     raise CheckError(
-        f"{call}: sequence {b}{query} may attend keys "
-        f"{torch.nonzero(mask[b, 0, i]).flatten().tolist()}, expected "
-        f"{torch.nonzero(expected[b, 0, i]).flatten().tolist()} (True = attend)"
+        tr(
+            "{call}: sequence {b}{query} may attend keys {got}, expected {expected} (True = attend)"
+        ).format(
+            call=call,
+            b=b,
+            query=query,
+            got=torch.nonzero(mask[b, 0, i]).flatten().tolist(),
+            expected=torch.nonzero(expected[b, 0, i]).flatten().tolist(),
+        )
     )
 
 
@@ -76,7 +89,9 @@ def mask_contract(valid_lens_to_mask, device, *, seed, B, m, n):
         get_mask(valid_lens_to_mask, lens, m, n, out)
         on_meta(
             functools.partial(get_mask, valid_lens_to_mask, lens.to("meta"), m, n, out),
-            f"valid_lens_to_mask on the meta device (lengths of shape {shape_str(shape)})",
+            tr("valid_lens_to_mask on the meta device (lengths of shape {shape})").format(
+                shape=shape_str(shape)
+            ),
         )
 
 

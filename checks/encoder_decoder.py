@@ -22,6 +22,7 @@ from checks._core import (
     expect_unchanged,
     random_tensor,
 )
+from checks._i18n import tr
 from checks.scoring import build, describe_lengths
 from checks.transformer import layer_norm
 
@@ -50,7 +51,9 @@ def make_decoder_block(
     )
     for name in PARTS:
         if not hasattr(block, name):
-            raise CheckError(f"the block has no attribute {name!r}: keep the given __init__")
+            raise CheckError(
+                tr("the block has no attribute {name!r}: keep the given __init__").format(name=name)
+            )
     with torch.no_grad():
         for i, norm in enumerate((block.norm1, block.norm2, block.norm3)):
             norm.weight.copy_(1 + 0.5 * random_tensor(d, seed=seed + 10 + i, device=device))
@@ -61,14 +64,18 @@ def make_decoder_block(
 
 def call(block, X, enc_outputs, enc_valid_lens=None, tgt_valid_lens=None):
     """Call the block; check that the output has the shape, dtype and device of X."""
-    what = (
-        f"the forward on X {tuple(X.shape)}, enc_outputs {tuple(enc_outputs.shape)}, "
-        f"enc_valid_lens {describe_lengths(enc_valid_lens)}, "
-        f"tgt_valid_lens {describe_lengths(tgt_valid_lens)}"
+    what = tr(
+        "the forward on X {X}, enc_outputs {enc_outputs}, enc_valid_lens {enc}, "
+        "tgt_valid_lens {tgt}"
+    ).format(
+        X=tuple(X.shape),
+        enc_outputs=tuple(enc_outputs.shape),
+        enc=describe_lengths(enc_valid_lens),
+        tgt=describe_lengths(tgt_valid_lens),
     )
     with calling(what, type(block)):
         out = block(X, enc_outputs, enc_valid_lens, tgt_valid_lens)
-    expect_tensor(out, "the output", shape=X.shape, dtype=X.dtype, device=X.device)
+    expect_tensor(out, tr("the output"), shape=X.shape, dtype=X.dtype, device=X.device)
     return out
 
 
@@ -137,10 +144,12 @@ def torch_output(layer, X, enc_outputs, enc_valid_lens=None, tgt_valid_lens=None
 
 
 def describe(norm_first, bias, enc_valid_lens, tgt_valid_lens):
-    return (
-        f"{'pre' if norm_first else 'post'}-norm, bias={bias}, "
-        f"enc_valid_lens={describe_lengths(enc_valid_lens)}, "
-        f"tgt_valid_lens={describe_lengths(tgt_valid_lens)}"
+    if norm_first:
+        text = tr("pre-norm, bias={bias}, enc_valid_lens={enc}, tgt_valid_lens={tgt}")
+    else:
+        text = tr("post-norm, bias={bias}, enc_valid_lens={enc}, tgt_valid_lens={tgt}")
+    return text.format(
+        bias=bias, enc=describe_lengths(enc_valid_lens), tgt=describe_lengths(tgt_valid_lens)
     )
 
 
@@ -175,7 +184,7 @@ def silent_sublayers(DecoderBlock, device):
     expect_close(
         call(post, X, enc, lens),
         expected,
-        "post-norm output with silent sublayers (expected LN₃(LN₂(LN₁(X))), in that order)",
+        tr("post-norm output with silent sublayers (expected LN₃(LN₂(LN₁(X))), in that order)"),
         labels=("batch", "position"),
     )
     pre = make_decoder_block(DecoderBlock, True, seed=1, device=device)
@@ -183,7 +192,7 @@ def silent_sublayers(DecoderBlock, device):
     expect_close(
         call(pre, X, enc, lens),
         X,
-        "pre-norm output with silent sublayers (expected X: the residual path is untouched)",
+        tr("pre-norm output with silent sublayers (expected X: the residual path is untouched)"),
         labels=("batch", "position"),
     )
 
@@ -200,8 +209,9 @@ def sample_against_torch(DecoderBlock, device):
         expect_close(
             call(block, X, enc, enc_lens, tgt_lens),
             torch_output(layer, X, enc, enc_lens, tgt_lens).detach(),
-            "the output against nn.TransformerDecoderLayer "
-            f"({describe(norm_first, True, enc_lens, tgt_lens)})",
+            tr("the output against nn.TransformerDecoderLayer ({what})").format(
+                what=describe(norm_first, True, enc_lens, tgt_lens)
+            ),
             labels=("batch", "position"),
         )
 
@@ -220,16 +230,20 @@ def sample_masks(DecoderBlock, device):
         out,
         call(block, X_later, enc, enc_lens).detach(),
         2,
-        "outputs at target positions 0 and 1 after changing target positions 2 and 3 "
-        "(the self-attention must be causal)",
+        tr(
+            "outputs at target positions 0 and 1 after changing target positions 2 and 3 (the "
+            "self-attention must be causal)"
+        ),
     )
     enc_padded = enc.clone()
     enc_padded[1, 2:] = random_tensor(3, 8, seed=8, device=device, scale=5.0)
     expect_close(
         call(block, X, enc_padded, enc_lens),
         out,
-        "the output after changing encoder outputs beyond enc_valid_lens=[5, 2] "
-        "(the cross-attention must mask the source padding)",
+        tr(
+            "the output after changing encoder outputs beyond enc_valid_lens=[5, 2] (the "
+            "cross-attention must mask the source padding)"
+        ),
         labels=("batch", "position"),
     )
 
@@ -245,7 +259,7 @@ def sample_dropout(DecoderBlock, device):
     expect_close(
         out,
         layer_norm(layer_norm(layer_norm(X, block.norm1), block.norm2), block.norm3),
-        "the post-norm output in train mode with dropout=1 (expected LN₃(LN₂(LN₁(X))))",
+        tr("the post-norm output in train mode with dropout=1 (expected LN₃(LN₂(LN₁(X))))"),
         labels=("batch", "position"),
     )
 
@@ -261,8 +275,9 @@ def decoder_on_meta(DecoderBlock, *, seed, d=8, every=False):
         for enc_lens, tgt_lens in ((None, None), lens) if every else (lens,):
             on_meta(
                 functools.partial(call, block, X, enc, enc_lens, tgt_lens),
-                "the forward on the meta device "
-                f"({describe(norm_first, True, enc_lens, tgt_lens)})",
+                tr("the forward on the meta device ({shapes})").format(
+                    shapes=describe(norm_first, True, enc_lens, tgt_lens)
+                ),
             )
 
 
@@ -287,12 +302,15 @@ def decoder_sublayer_dropout(DecoderBlock, device, *, seed, p, B=4, T=6, S=5, d=
                     linear.weight.zero_()
                     if linear.bias is not None:
                         linear.bias.zero_()
-        what = f"X_out - X of a pre-norm block whose only live sublayer is the {other}, p={p}"
+        named = {"self-attention": tr("self-attention"), "cross-attention": tr("cross-attention")}
+        what = tr(
+            "X_out - X of a pre-norm block whose only live sublayer is the {other}, p={p}"
+        ).format(other=named.get(other, other), p=p)
         clean = call(block.eval(), X, enc) - X
         with seeded(seed):
             noisy = call(block.train(), X, enc) - X
         block.eval()
-        expect_dropout_pattern(noisy, clean, p, f"{what}, in train mode")
+        expect_dropout_pattern(noisy, clean, p, tr("{what}, in train mode").format(what=what))
 
 
 @check("DecoderBlock")
@@ -321,15 +339,17 @@ def sample_float64_and_gradients(DecoderBlock, device):
         expect_unchanged(before, after, name)
     X, enc = X.requires_grad_(), enc.requires_grad_()
     out = call(block, X, enc, enc_lens, tgt_lens)
-    expect_attached(out, "the output for X and enc_outputs that require grad")
+    expect_attached(out, tr("the output for X and enc_outputs that require grad"))
     (out * random_tensor(2, 3, 8, seed=11, device=device, dtype=torch.float64)).sum().backward()
     for t, name in ((X, "X"), (enc, "enc_outputs")):
         if t.grad is None:
-            raise CheckError(f"no gradient reached {name}: is it detached inside the block?")
-        expect_finite(t.grad, f"the gradient of {name}")
+            raise CheckError(
+                tr("no gradient reached {name}: is it detached inside the block?").format(name=name)
+            )
+        expect_finite(t.grad, tr("the gradient of {name}").format(name=name))
     if not bool(enc.grad[0].abs().sum() > 0):
         raise CheckError(
-            "the gradient of enc_outputs is zero: the cross-attention ignores the encoder"
+            tr("the gradient of enc_outputs is zero: the cross-attention ignores the encoder")
         )
 
 

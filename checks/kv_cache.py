@@ -28,6 +28,7 @@ from checks._core import (
     shape_str,
     softmax_list,
 )
+from checks._i18n import tr
 
 # ================================================================ Exercise 12.1: sampling_probs
 
@@ -81,16 +82,20 @@ def expect_probs(sampling_probs, logits, temperature, top_k, *, atol=1e-6, label
     if bool((got[expected_zero] != 0).any()):
         index = tuple(int(i) for i in torch.nonzero(expected_zero & (got != 0))[0])
         raise CheckError(
-            f"{what}: the token at {shape_str(index)} is outside the top {top_k} of its row but "
-            f"gets probability {got[index].item():.4g}, expected exactly 0"
+            tr(
+                "{what}: the token at {index} is outside the top {top_k} of its row but "
+                "gets probability {p:.4g}, expected exactly 0"
+            ).format(what=what, index=shape_str(index), top_k=top_k, p=got[index].item())
         )
     sums = got.sum(-1)
     if bool(((sums - 1).abs() > 1e-3 + 10 * atol).any()):
         index = tuple(int(i) for i in torch.nonzero((sums - 1).abs() > 1e-3 + 10 * atol)[0])
-        where = f"row {shape_str(index)}" if index else "the row"
+        where = tr("row {index}").format(index=shape_str(index)) if index else tr("the row")
         raise CheckError(
-            f"{what}: {where} sums to {sums[index].item():.4g}, expected 1: are the kept "
-            "probabilities renormalised (a softmax over the kept scores)?"
+            tr(
+                "{what}: {where} sums to {total:.4g}, expected 1: are the kept "
+                "probabilities renormalised (a softmax over the kept scores)?"
+            ).format(what=what, where=where, total=sums[index].item())
         )
     expect_close(
         out,
@@ -139,18 +144,26 @@ def expect_value_error(sampling_probs, logits, temperature, top_k, argument, val
         type_name, message = type(err).__name__, str(err)
     else:
         raise CheckError(
-            f"{what} returned without an error; expected a ValueError that names {argument} "
-            f"and the value {value!r}"
+            tr(
+                "{what} returned without an error; expected a ValueError that names {argument} "
+                "and the value {value!r}"
+            ).format(what=what, argument=argument, value=value)
         )
     if type_name != "ValueError":
         raise CheckError(
-            f"{what} raised {type_name}: {message}\n      expected a ValueError that names "
-            f"{argument} and the value {value!r}"
+            tr(
+                "{what} raised {type_name}: {message}\n      expected a ValueError that names "
+                "{argument} and the value {value!r}"
+            ).format(
+                what=what, type_name=type_name, message=message, argument=argument, value=value
+            )
         )
     if argument not in message or repr(value) not in message:
         raise CheckError(
-            f"{what} raised ValueError({message!r}), which should name the argument "
-            f"{argument!r} and the value it got, {value!r}"
+            tr(
+                "{what} raised ValueError({message!r}), which should name the argument "
+                "{argument!r} and the value it got, {value!r}"
+            ).format(what=what, message=message, argument=argument, value=value)
         )
 
 
@@ -177,7 +190,9 @@ def probs_contract(sampling_probs, device, *, seed, shape, temperature, top_k):
     meta = torch.empty(*shape, device="meta")
     on_meta(
         functools.partial(sampling_probs, meta, temperature, top_k),
-        f"sampling_probs on the meta device (logits of shape {shape_str(shape)}, top_k={top_k})",
+        tr("sampling_probs on the meta device (logits of shape {shape}, top_k={top_k})").format(
+            shape=shape_str(shape), top_k=top_k
+        ),
         sampling_probs,
     )
 
@@ -200,23 +215,27 @@ def split_returned(out, what):
         or len(out[1]) != 2
     ):
         kind = type(out).__name__
-        length = f" of length {len(out)}" if isinstance(out, (tuple, list)) else ""
-        raise CheckError(f"{what} should return (output, (keys, values)), got a {kind}{length}")
+        length = tr(" of length {n}").format(n=len(out)) if isinstance(out, (tuple, list)) else ""
+        raise CheckError(
+            tr("{what} should return (output, (keys, values)), got a {kind}{length}").format(
+                what=what, kind=kind, length=length
+            )
+        )
     output, (keys, values) = out[0], out[1]
-    for name, x in (("the output", output), ("the new cache's keys", keys)):
+    for name, x in ((tr("the output"), output), (tr("the new cache's keys"), keys)):
         expect_tensor(x, f"{what}: {name}")
-    expect_tensor(values, f"{what}: the new cache's values")
+    expect_tensor(values, tr("{what}: the new cache's values").format(what=what))
     return output, keys, values
 
 
 def describe_step(queries, values, cache, window):
     B, h, t, d = queries.shape
     n = 0 if cache is None else cache[0].shape[2]
-    cached = "cache=None" if cache is None else f"a cache of {n} positions"
-    return (
-        f"attend_with_cache(queries (B={B}, h={h}, t={t}, d={d}), values with d_v="
-        f"{values.shape[-1]}, {cached}, window={window})"
-    )
+    cached = "cache=None" if cache is None else tr("a cache of {n} positions").format(n=n)
+    return tr(
+        "attend_with_cache(queries (B={B}, h={h}, t={t}, d={d}), values with d_v={dv}, {cached}, "
+        "window={window})"
+    ).format(B=B, h=h, t=t, d=d, dv=values.shape[-1], cached=cached, window=window)
 
 
 def run_step(attend_with_cache, queries, keys, values, cache=None, window=None):
@@ -232,14 +251,21 @@ def run_step(attend_with_cache, queries, keys, values, cache=None, window=None):
         if x.device.type == "meta":
             continue
         if tuple(x.shape) != tuple(copy.shape) or x.dtype != copy.dtype:
-            raise CheckError(f"{what} changed {name} in place: its shape or dtype changed")
+            raise CheckError(
+                tr("{what} changed {name} in place: its shape or dtype changed").format(
+                    what=what, name=name
+                )
+            )
         try:
             # x itself, not x.detach(): a change the code made to its copy is noted by x
             expect_unchanged(copy, x, f"{what}: {name}")
         except CheckError as err:
             hint = (
-                " A cache is shared (beam search keeps several sequences on one cache): "
-                "return new tensors (torch.cat, slicing) and never write into the ones you get."
+                tr(
+                    " A cache is shared (beam search keeps several sequences on one cache): "
+                    "return new tensors (torch.cat, slicing) and never write into the ones you "
+                    "get."
+                )
                 if "cache" in name
                 else ""
             )
@@ -298,18 +324,18 @@ def diagnose_step(output, q, k, v, cache, window) -> str:
     if n and t == 1:
         oldest = cache[1][:, :, :1].detach().double().cpu()  # attention over key 0 alone
         if torch.allclose(got, oldest, atol=1e-4):
-            return (
+            return tr(
                 "The one new query attended only to the oldest position: a causal mask aligned "
-                "to the top left (is_causal=True, or causal lengths of the new positions alone) "
-                "hides the cache. A new query sees every cached position."
+                "to the top left (is_causal=True, or causal lengths of the new positions "
+                "alone) hides the cache. A new query sees every cached position."
             )
     if window is not None and n + t > window:
         wider = reference_step(q, k, v, cache, window + 1)[0]
         if torch.allclose(got, wider, atol=1e-4):
-            return (
-                f"Each query attended to {window + 1} positions, one more than the window: "
-                f"with window={window} a query sees itself and the {window - 1} positions before it."
-            )
+            return tr(
+                "Each query attended to {seen} positions, one more than the window: "
+                "with window={window} a query sees itself and the {before} positions before it."
+            ).format(seen=window + 1, window=window, before=window - 1)
     return ""
 
 
@@ -321,31 +347,48 @@ def expect_step(attend_with_cache, device, *, seed, B, h, n, t, d, dv, window=No
     what = describe_step(q, v, cache, window)
     keep = expected_k.shape[2]
     for name, got, want in (
-        ("the new cache's keys", new_k, expected_k),
-        ("the new cache's values", new_v, expected_v),
+        (tr("the new cache's keys"), new_k, expected_k),
+        (tr("the new cache's values"), new_v, expected_v),
     ):
         if tuple(got.shape) != tuple(want.shape):
             hint = ""
             if window is not None and got.dim() == 4 and got.shape[2] > window:
-                hint = f": the cache keeps only the last {window} positions with window={window}"
+                hint = tr(
+                    ": the cache keeps only the last {window} positions with window={window}"
+                ).format(window=window)
             elif got.dim() == 4 and got.shape[2] == keep and tuple(got.shape) != tuple(want.shape):
-                hint = ": the positions are axis 2 of (B, h, positions, features)"
+                hint = tr(": the positions are axis 2 of (B, h, positions, features)")
             raise CheckError(
-                f"{what}: {name} have shape {shape_str(got.shape)}, expected "
-                f"{shape_str(want.shape)} ({keep} positions){hint}"
+                tr(
+                    "{what}: {name} have shape {got_shape}, expected {want_shape} ({keep} "
+                    "positions){hint}"
+                ).format(
+                    what=what,
+                    name=name,
+                    got_shape=shape_str(got.shape),
+                    want_shape=shape_str(want.shape),
+                    keep=keep,
+                    hint=hint,
+                )
             )
         expect_close(
             got,
             want.to(device=got.device, dtype=got.dtype),
-            f"{what}: {name} (oldest position first)",
+            tr("{what}: {name} (oldest position first)").format(what=what, name=name),
             labels=("batch", "head", "position"),
         )
-    expect_tensor(output, f"{what}: the output", shape=expected.shape, dtype=q.dtype, device=device)
+    expect_tensor(
+        output,
+        tr("{what}: the output").format(what=what),
+        shape=expected.shape,
+        dtype=q.dtype,
+        device=device,
+    )
     try:
         expect_close(
             output,
             expected.to(device=output.device, dtype=output.dtype),
-            f"{what}: the output",
+            tr("{what}: the output").format(what=what),
             labels=("batch", "head", "new position"),
         )
     except CheckError as err:
@@ -384,7 +427,9 @@ def step_contract(attend_with_cache, device, *, seed, B, h, n, t, d, dv, window)
     expected = reference_step(q, k, v, cache, window)[0]
     output = run_step(attend_with_cache, q, k, v, cache, window)[0]
     what = describe_step(q, v, cache, window)
-    expect_close(output, expected.to(where), f"{what} in float64", atol=1e-10, rtol=1e-8)
+    expect_close(
+        output, expected.to(where), tr("{what} in float64").format(what=what), atol=1e-10, rtol=1e-8
+    )
 
     def f(queries, keys, values, cached_keys, cached_values):
         pair = None if cached_keys is None else (cached_keys, cached_values)
@@ -405,7 +450,9 @@ def step_contract(attend_with_cache, device, *, seed, B, h, n, t, d, dv, window)
     meta = make_step(seed, B, h, n, t, d, dv, "meta")
     on_meta(
         lambda: run_step(attend_with_cache, *meta, window),
-        f"{describe_step(meta[0], meta[2], meta[3], window)} on the meta device",
+        tr("{what} on the meta device").format(
+            what=describe_step(meta[0], meta[2], meta[3], window)
+        ),
         attend_with_cache,
     )
 

@@ -27,6 +27,9 @@ from checks._core import (
     shape_str,
     softmax_list,
 )
+from checks._i18n import tr
+
+WEIGHTS_FOR = "weights for valid_lens {lens}"  # a label (tr: checks/_i18n.py)
 
 # The worked example of the chapter: 2 sequences, 2 queries each, 4 keys.
 WORKED_X = [
@@ -52,7 +55,7 @@ def masked_rows(scores, lengths):
 def textbook_example(sequence_mask, device):
     """Does sequence_mask keep the first valid_len entries of each row and zero the rest?"""
     X = torch.tensor([[1, 2, 3], [4, 5, 6]], device=device)
-    with calling("sequence_mask(X, [1, 2]) for X = [[1, 2, 3], [4, 5, 6]]", sequence_mask):
+    with calling(tr("sequence_mask(X, [1, 2]) for X = [[1, 2, 3], [4, 5, 6]]"), sequence_mask):
         out = sequence_mask(X, torch.tensor([1, 2], device=device))
     expected = torch.tensor([[1, 0, 0], [4, 5, 0]], device=device)
     expect_close(out, expected, "sequence_mask(X, [1, 2])", labels=("row",))
@@ -95,7 +98,7 @@ def worked_example_1d(masked_softmax, device):
     X = torch.tensor(WORKED_X, device=device)
     out = masked_softmax(X, torch.tensor([2, 3], device=device))
     expected = torch.tensor(masked_rows(WORKED_X, [[2, 2], [3, 3]]), device=device)
-    expect_close(out, expected, "weights for valid_lens [2, 3]", labels=("batch", "query"))
+    expect_close(out, expected, tr(WEIGHTS_FOR).format(lens=[2, 3]), labels=("batch", "query"))
 
 
 @check("masked_softmax")
@@ -105,7 +108,7 @@ def worked_example_2d(masked_softmax, device):
     lens = [[1, 3], [2, 4]]
     out = masked_softmax(X, torch.tensor(lens, device=device))
     expected = torch.tensor(masked_rows(WORKED_X, lens), device=device)
-    expect_close(out, expected, f"weights for valid_lens {lens}", labels=("batch", "query"))
+    expect_close(out, expected, tr(WEIGHTS_FOR).format(lens=lens), labels=("batch", "query"))
 
 
 @check("masked_softmax")
@@ -114,7 +117,7 @@ def no_mask(masked_softmax, device):
     X = torch.tensor(WORKED_X, device=device)
     out = masked_softmax(X, None)
     expect_close(
-        out, torch.softmax(X, dim=-1), "weights for valid_lens None", labels=("batch", "query")
+        out, torch.softmax(X, dim=-1), tr(WEIGHTS_FOR).format(lens=None), labels=("batch", "query")
     )
 
 
@@ -123,7 +126,7 @@ def empty_rows(masked_softmax, device):
     """Does a query with no valid key get all-zero weights (not NaN, not uniform)?"""
     X = torch.tensor(WORKED_X, device=device)
     out = masked_softmax(X, torch.tensor([0, 2], device=device))
-    name = "weights for valid_lens [0, 2]"
+    name = tr(WEIGHTS_FOR).format(lens=[0, 2])
     expect_tensor(out, name, shape=(2, 2, 4), dtype=torch.float32, device=device)
     expected = torch.tensor(masked_rows(WORKED_X, [[0, 0], [2, 2]]), device=device)
     expect_close(out, expected, name, labels=("batch", "query"))
@@ -158,28 +161,32 @@ def masked_softmax_contract(masked_softmax, device, *, seed, B, m, n, reference)
         (torch.bfloat16, device, dict(atol=2e-2, rtol=2e-2)),
     ):
         out = masked(masked_softmax, X.to(dev, dtype), lens.to(dev))
-        expect_finite(out, f"weights for {dtype} input")
-        expect_close(
-            out, ref.to(dev, dtype), f"weights for {dtype} input", labels=("batch", "query"), **tol
-        )
+        name = tr("weights for {dtype} input").format(dtype=dtype)
+        expect_finite(out, name)
+        expect_close(out, ref.to(dev, dtype), name, labels=("batch", "query"), **tol)
     leaf = X.clone().requires_grad_()
     weights = masked(masked_softmax, leaf, lens)
     expect_gradients(weights, {"X": leaf}, f"masked_softmax (B={B}, m={m}, n={n})", seed=seed)
     expect_gradient_values(
         lambda X: masked(masked_softmax, X, lens.to(dev64)),
         {"X": X.to(dev64, torch.float64)},
-        f"masked_softmax in float64 (B={B}, m={m}, n={n})",
+        tr("masked_softmax in float64 (B={B}, m={m}, n={n})").format(B=B, m=m, n=n),
         seed=seed,
     )
     keep = torch.arange(n, device=device) < lens[..., None]
     leaked = (leaf.grad.abs() * ~keep).amax()
     if leaked.item() != 0:
         raise CheckError(
-            f"masked scores got a gradient as large as {leaked.item():.3g}: they change nothing "
-            "in the output, so their gradient must be exactly 0"
+            tr(
+                "masked scores got a gradient as large as {largest:.3g}: they change nothing "
+                "in the output, so their gradient must be exactly 0"
+            ).format(largest=leaked.item())
         )
     Xm, lm = X.to("meta"), lens.to("meta")
-    on_meta(functools.partial(masked, masked_softmax, Xm, lm), "masked_softmax on meta")
+    on_meta(
+        functools.partial(masked, masked_softmax, Xm, lm),
+        tr("{name} on meta").format(name="masked_softmax"),
+    )
 
 
 def worked_reference(X, lens):
@@ -217,18 +224,29 @@ def sequence_mask_contract(sequence_mask, device, *, seed, shape):
     keep = torch.arange(shape[1], device=dev64)[None, :] < lens64[:, None]  # (N, L)
     keep = keep.reshape(keep.shape + (1,) * (len(shape) - 2))
     expected = torch.where(keep, X64, torch.tensor(-2.5, dtype=torch.float64, device=dev64))
-    expect_close(out, expected, f"sequence_mask of a float64 X {shape}", atol=0, rtol=0)
+    expect_close(
+        out,
+        expected,
+        tr("sequence_mask of a float64 X {shape}").format(shape=shape),
+        atol=0,
+        rtol=0,
+    )
     leaf = X.clone().requires_grad_()
     out = call_sequence_mask(sequence_mask, leaf, lens)
-    expect_gradients(out, {"X": leaf}, f"sequence_mask (X of shape {shape})", seed=seed)
+    expect_gradients(
+        out, {"X": leaf}, tr("sequence_mask (X of shape {shape})").format(shape=shape), seed=seed
+    )
     expect_gradient_values(
         lambda X: call_sequence_mask(sequence_mask, X, lens64, -2.5),
         {"X": X64},
-        f"sequence_mask in float64 (X of shape {shape})",
+        tr("sequence_mask in float64 (X of shape {shape})").format(shape=shape),
         seed=seed,
     )
     Xm, lm = X.to("meta"), lens.to("meta")
-    on_meta(functools.partial(call_sequence_mask, sequence_mask, Xm, lm), "sequence_mask on meta")
+    on_meta(
+        functools.partial(call_sequence_mask, sequence_mask, Xm, lm),
+        tr("{name} on meta").format(name="sequence_mask"),
+    )
 
 
 @check("sequence_mask")

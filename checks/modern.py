@@ -33,6 +33,7 @@ from checks._core import (
     random_tensor,
     shape_str,
 )
+from checks._i18n import N_, tr
 from checks.scoring import build, describe_lengths
 
 # --------------------------------------------------------------------------
@@ -56,8 +57,10 @@ def call_mask(fn, m, n, w, device):
     expect_tensor(out, what, shape=(m, n), device=device)
     if out.dtype != torch.bool:
         raise CheckError(
-            f"{what} has dtype {out.dtype}, expected torch.bool: a mask whose True means "
-            "'may attend', as F.scaled_dot_product_attention takes it"
+            tr(
+                "{what} has dtype {dtype}, expected torch.bool: a mask whose True means 'may "
+                "attend', as F.scaled_dot_product_attention takes it"
+            ).format(what=what, dtype=out.dtype)
         )
     return out
 
@@ -71,11 +74,26 @@ def expect_mask(fn, m, n, w, device):
         return
     i = int(torch.nonzero((got != expected).any(-1))[0])
     seen = lambda row: torch.nonzero(row).flatten().tolist()  # noqa: E731
+    if w > 1:
+        window = tr("the {w} positions ending at its own").format(w=w)
+    else:
+        window = tr("the {w} position ending at its own").format(w=w)
+    if m < n:
+        window += tr("; the queries are the last positions of the keys")
     raise CheckError(
-        f"sliding_window_mask({m}, {n}, {w}): query {i}, at position {n - m + i}, may attend "
-        f"to keys {seen(got[i])}, expected {seen(expected[i])} (the {w} position"
-        f"{'s' if w > 1 else ''} ending at its own"
-        f"{'; the queries are the last positions of the keys' if m < n else ''})"
+        tr(
+            "sliding_window_mask({m}, {n}, {w}): query {i}, at position {position}, may attend "
+            "to keys {got}, expected {expected} ({window})"
+        ).format(
+            m=m,
+            n=n,
+            w=w,
+            i=i,
+            position=n - m + i,
+            got=seen(got[i]),
+            expected=seen(expected[i]),
+            window=window,
+        )
     )
 
 
@@ -103,16 +121,30 @@ def expect_value_error(fn, args, names, what):
     """fn(*args) must raise ValueError with a message that names each of ``names``."""
     got = raised(lambda: fn(*args))
     if got is None:
-        raise CheckError(f"{what} returned a mask; expected a ValueError that says what is wrong")
+        raise CheckError(
+            tr("{what} returned a mask; expected a ValueError that says what is wrong").format(
+                what=what
+            )
+        )
     kind, message = got
     if kind != "ValueError":
-        said = f": {message}" if message else " (without a message)"
-        raise CheckError(f"{what} raised {kind}{said}; expected a ValueError")
+        said = tr(": {message}").format(message=message) if message else tr(" (without a message)")
+        raise CheckError(
+            tr("{what} raised {kind}{said}; expected a ValueError").format(
+                what=what, kind=kind, said=said
+            )
+        )
     missing = [name for name in names if name not in message]
     if missing:
         raise CheckError(
-            f"{what} raised ValueError({message!r}), which does not name "
-            f"{' and '.join(repr(n) for n in missing)}: say which argument is wrong and its value"
+            tr(
+                "{what} raised ValueError({message!r}), which does not name {missing}: say "
+                "which argument is wrong and its value"
+            ).format(
+                what=what,
+                message=message,
+                missing=tr(" and ").join(repr(n) for n in missing),
+            )
         )
 
 
@@ -156,9 +188,11 @@ def window_last_queries_and_causal(sliding_window_mask, device):
         causal = torch.ones(6, 6, dtype=torch.bool).tril()
         if not torch.equal(out, causal):
             raise CheckError(
-                f"sliding_window_mask(6, 6, {w}) is not the causal mask torch.ones(6, 6).tril(): "
-                f"a window of n or more lets query t see every key up to t\n      got "
-                f"{out.int().tolist()}"
+                tr(
+                    "sliding_window_mask(6, 6, {w}) is not the causal mask torch.ones(6, 6)"
+                    ".tril(): a window of n or more lets query t see every key up to t\n"
+                    "      got {got}"
+                ).format(w=w, got=out.int().tolist())
             )
 
 
@@ -195,15 +229,21 @@ def rope_loop(X, offset=0, base=10000.0, pairs="adjacent", sign=1.0, start=0, tw
     return out
 
 
+# The classic mistakes, and what the check says of each (translated where it is said).
 MISTAKES = [
     (
         dict(pairs="halves"),
-        "it pairs feature i with feature i + d/2 (the layout of the Hugging Face port of "
-        "LLaMA); this exercise turns the neighbours (2i, 2i + 1)",
+        N_(
+            "it pairs feature i with feature i + d/2 (the layout of the Hugging Face port of "
+            "LLaMA); this exercise turns the neighbours (2i, 2i + 1)"
+        ),
     ),
-    (dict(sign=-1.0), "it turns the pairs the other way: R(p·θ) has -sin in its first row"),
-    (dict(start=1), "it counts positions from 1: the vector at index t is at position offset + t"),
-    (dict(two=1), "its frequencies are base^(-i/d): θ_i = base^(-2i/d)"),
+    (dict(sign=-1.0), N_("it turns the pairs the other way: R(p·θ) has -sin in its first row")),
+    (
+        dict(start=1),
+        N_("it counts positions from 1: the vector at index t is at position offset + t"),
+    ),
+    (dict(two=1), N_("its frequencies are base^(-i/d): θ_i = base^(-2i/d)")),
 ]
 
 
@@ -216,21 +256,27 @@ def rope_diagnosis(out, X, offset, base) -> str:
     right = rope_loop(X, offset, base)
     close = lambda a, b, tol=1e-3: torch.allclose(a, b, atol=tol, rtol=tol)  # noqa: E731
     if X.dtype == torch.float64 and close(got, right, 1e-4):
-        return (
-            "\n      (the output is right to float32's precision only: for float64 input, "
+        return "\n      " + tr(
+            "(the output is right to float32's precision only: for float64 input, "
             "compute the angles in float64)"
         )
     candidates = [(rope_loop(X, offset, base, **kwargs), words) for kwargs, words in MISTAKES]
     for expected, words in candidates:
         if not close(expected, right) and close(got, expected):
-            return f"\n      (the output is what RoPE gives when {words})"
+            return "\n      " + tr("(the output is what RoPE gives when {words})").format(
+                words=tr(words)
+            )
     if offset and close(got, rope_loop(X, 0, base)) and not close(right, rope_loop(X, 0, base)):
-        return f"\n      (the output is RoPE at offset 0: offset={offset} was not used)"
+        return "\n      " + tr(
+            "(the output is RoPE at offset 0: offset={offset} was not used)"
+        ).format(offset=offset)
     if X.dtype in (torch.float16, torch.bfloat16):
-        return (
-            f"\n      (in {X.dtype} an angle near {offset} is rounded to a multiple of "
-            f"{2.0 ** (math.floor(math.log2(max(offset, 1))) - (10 if X.dtype == torch.float16 else 7)):g}"
+        bits = 10 if X.dtype == torch.float16 else 7  # of the significand
+        return "\n      " + tr(
+            "(in {dtype} an angle near {offset} is rounded to a multiple of {step:g}"
             " radian: compute the angles in float32 and cast the result back)"
+        ).format(
+            dtype=X.dtype, offset=offset, step=2.0 ** (math.floor(math.log2(max(offset, 1))) - bits)
         )
     return ""
 
@@ -243,7 +289,9 @@ def call_rope(fn, X, offset=None, base=None):
     if base is not None:
         kwargs["base"] = base
     args = "".join(f", {k}={v}" for k, v in kwargs.items())
-    what = f"apply_rope(X of shape {shape_str(X.shape)} and dtype {X.dtype}{args})"
+    what = tr("apply_rope(X of shape {X_shape} and dtype {dtype}{args})").format(
+        X_shape=shape_str(X.shape), dtype=X.dtype, args=args
+    )
     out = invoke(fn, X, what=what, names=("X",), **kwargs)
     expect_tensor(out, what, shape=X.shape, dtype=X.dtype, device=X.device)
     return out
@@ -260,8 +308,9 @@ def expect_rope(fn, X, offset=0, base=10000.0, *, atol, rtol, default_args=False
         expect_close(
             out,
             expected,
-            f"apply_rope(X of shape {shape_str(X.shape)}, offset={offset}, base={base:g}) "
-            f"in {X.dtype}",
+            tr(
+                "apply_rope(X of shape {X_shape}, offset={offset}, base={base:g}) in {dtype}"
+            ).format(X_shape=shape_str(X.shape), offset=offset, base=base, dtype=X.dtype),
             atol=atol,
             rtol=rtol,
         )
@@ -284,9 +333,20 @@ def expect_relative(fn, device, *, d, shifts, seed):
             shifted = score(m + s, n + s)
             if abs(shifted - base_score) > 1e-8 * max(1.0, abs(base_score)) * (1 + s / 100):
                 raise CheckError(
-                    f"the score of a query at position {m} and a key at position {n} is "
-                    f"{base_score:.10g}, but with both shifted by {s}, to {m + s} and {n + s}, "
-                    f"it is {shifted:.10g}: with RoPE it must depend only on m - n = {m - n}"
+                    tr(
+                        "the score of a query at position {m} and a key at position {n} is "
+                        "{base_score:.10g}, but with both shifted by {s}, to {m_s} and {n_s}, "
+                        "it is {shifted:.10g}: with RoPE it must depend only on m - n = {gap}"
+                    ).format(
+                        m=m,
+                        n=n,
+                        base_score=base_score,
+                        s=s,
+                        m_s=m + s,
+                        n_s=n + s,
+                        shifted=shifted,
+                        gap=m - n,
+                    )
                 )
 
 
@@ -297,7 +357,7 @@ def expect_position_zero(fn, device):
     expect_close(
         out[:, 0],
         X[:, 0],
-        "apply_rope(X, offset=0) at position 0 (an angle of 0: the vector must not change)",
+        tr("apply_rope(X, offset=0) at position 0 (an angle of 0: the vector must not change)"),
         labels=("batch",),
     )
 
@@ -313,13 +373,15 @@ def rope_contract(fn, device, *, shape, offset, seed):
     expect_gradient_values(
         lambda X: call_rope(fn, X, offset=offset),
         {"X": X},
-        f"apply_rope(X of shape {shape_str(shape)}, offset={offset}) in float64",
+        tr("apply_rope(X of shape {shape}, offset={offset}) in float64").format(
+            shape=shape_str(shape), offset=offset
+        ),
         seed=seed,
     )
     Xm = torch.zeros(*shape, device="meta")
     on_meta(
         lambda: call_rope(fn, Xm, offset=offset),
-        f"apply_rope(X of shape {shape_str(shape)}) on the meta device",
+        tr("apply_rope(X of shape {shape}) on the meta device").format(shape=shape_str(shape)),
     )
 
 
@@ -400,16 +462,24 @@ def gqa_loop(module, queries, keys, values, valid_lens, group_of=None, tiled_len
 def gqa(module, queries, keys, values, valid_lens=None):
     """Call the module with its inputs left unchanged; check the (B, m, d) output."""
     B, m, d = queries.shape
-    what = (
-        f"the forward (h={module.num_heads}, g={module.num_groups}) on queries "
-        f"{shape_str(queries.shape)}, keys {shape_str(keys.shape)}, values "
-        f"{shape_str(values.shape)}, valid_lens {describe_lengths(valid_lens)}"
+    what = tr(
+        "the forward (h={num_heads}, g={num_groups}) on queries {queries_shape}, keys "
+        "{keys_shape}, values {values_shape}, valid_lens {lens}"
+    ).format(
+        num_heads=module.num_heads,
+        num_groups=module.num_groups,
+        queries_shape=shape_str(queries.shape),
+        keys_shape=shape_str(keys.shape),
+        values_shape=shape_str(values.shape),
+        lens=describe_lengths(valid_lens),
     )
     names = ("queries", "keys", "values", "valid_lens")
     out = invoke(
         module, queries, keys, values, valid_lens, what=what, names=names, under=type(module)
     )
-    expect_tensor(out, "the output", shape=(B, m, d), dtype=queries.dtype, device=queries.device)
+    expect_tensor(
+        out, tr("the output"), shape=(B, m, d), dtype=queries.dtype, device=queries.device
+    )
     return out
 
 
@@ -421,19 +491,19 @@ def gqa_diagnosis(module, out, queries, keys, values, valid_lens) -> str:
     if g not in (1, h) and close(
         gqa_loop(module, queries, keys, values, valid_lens, lambda i, h, g: i % g)
     ):
-        return (
-            f"\n      (the output is what query head i gives with key-value head i % g, for "
-            f"g={g}: the heads are paired in the wrong order; head i must read group "
-            f"i // (h/g), the {h // g} consecutive heads of a group the same key head)"
-        )
+        return "\n      " + tr(
+            "(the output is what query head i gives with key-value head i % g, for "
+            "g={g}: the heads are paired in the wrong order; head i must read group "
+            "i // (h/g), the {size} consecutive heads of a group the same key head)"
+        ).format(g=g, size=h // g)
     B = queries.shape[0]
     if (
         valid_lens is not None
         and B > 1
         and close(gqa_loop(module, queries, keys, values, valid_lens, tiled_lengths=True))
     ):
-        return (
-            "\n      (the output is what each head gives with the valid length of another "
+        return "\n      " + tr(
+            "(the output is what each head gives with the valid length of another "
             "example, as valid_lens.repeat(h) gives them: head i of example b is entry b·h + i)"
         )
     return ""
@@ -487,24 +557,40 @@ def gqa_contract(GroupedQueryAttention, device, *, seed, d, h, g, B, m, n, bias)
     lens = random_lengths(B, low=1, high=n, seed=seed, device=dev64)
     expected = gqa_loop(module64, q, k, v, lens)
     expect_gqa(
-        module64, q, k, v, lens, expected, f"the float64 output ({shapes})", atol=1e-10, rtol=1e-9
+        module64,
+        q,
+        k,
+        v,
+        lens,
+        expected,
+        tr("the float64 output ({shapes})").format(shapes=shapes),
+        atol=1e-10,
+        rtol=1e-9,
     )
     module = build(GroupedQueryAttention, d, h, g, 0.0, bias=bias, seed=seed, device=device)
     q, k, v = gqa_inputs(B, m, n, d, seed, device)
     named = module_tensors(module, queries=q, keys=k, values=v)
     lens = lens.to(device)
-    expect_gradients(gqa(module, q, k, v, lens), named, f"the forward ({shapes})", seed=seed)
+    expect_gradients(
+        gqa(module, q, k, v, lens),
+        named,
+        tr("the forward ({shapes})").format(shapes=shapes),
+        seed=seed,
+    )
     q, k, v = gqa_inputs(B, m, n, d, seed, dev64, torch.float64)
     expect_gradient_values(
         lambda queries, keys, values: gqa(module64, queries, keys, values, lens.to(dev64)),
         {"queries": q, "keys": k, "values": v},
-        f"the forward in float64 ({shapes})",
+        tr("the forward in float64 ({shapes})").format(shapes=shapes),
         seed=seed,
     )
     meta = build(GroupedQueryAttention, d, h, g, 0.0, bias=bias, seed=seed, device="meta")
     qm, km, vm = (torch.zeros(B, s, d, device="meta") for s in (m, n, n))
     lm = lens.to("meta")
-    on_meta(lambda: gqa(meta, qm, km, vm, lm), f"the forward on the meta device ({shapes})")
+    on_meta(
+        lambda: gqa(meta, qm, km, vm, lm),
+        tr("the forward on the meta device ({shapes})").format(shapes=shapes),
+    )
 
 
 def gqa_dropout_contract(GroupedQueryAttention, device, *, seed, B, m, p, h=4, g=2, n=6):
@@ -526,22 +612,26 @@ def gqa_dropout_contract(GroupedQueryAttention, device, *, seed, B, m, p, h=4, g
     k = random_tensor(B, n, d, seed=seed + 1, device=device)
     v = torch.eye(n, device=device).repeat(1, h).expand(B, n, d).contiguous()
     lens = random_lengths(B, low=2, high=n, seed=seed, device=device)
-    what = (
-        f"(p={p}, h={h}, g={g}, W_v picking the values' first {n} features and W_o = I, so "
-        "that the output is every head's weights side by side)"
-    )
+    what = tr(
+        "(p={p}, h={h}, g={g}, W_v picking the values' first {n} features and W_o = I, so that "
+        "the output is every head's weights side by side)"
+    ).format(p=p, h=h, g=g, n=n)
     heads = lambda out: out.reshape(B, m, h, n).transpose(1, 2)  # noqa: E731
     reference = gqa_loop(module, q, k, v, lens)  # before the code under test sees anything
     weights = heads(gqa(module.eval(), q, k, v, lens))
     expect_close(
         weights,
         heads(reference),
-        f"the weights read from the output in eval mode {what} (in eval, dropout must be off)",
+        tr(
+            "the weights read from the output in eval mode {what} (in eval, dropout must be off)"
+        ).format(what=what),
     )
     with seeded(seed):
         dropped = heads(gqa(module.train(), q, k, v, lens))
     module.eval()
-    expect_dropout_pattern(dropped, weights, p, f"the output in train mode {what}")
+    expect_dropout_pattern(
+        dropped, weights, p, tr("the output in train mode {what}").format(what=what)
+    )
 
 
 @check("GroupedQueryAttention")
@@ -554,7 +644,15 @@ def gqa_heads_and_groups(GroupedQueryAttention, device):
         torch.tensor([[5, 1, 3], [2, 4, 1]], device=device),
     ):
         expected = gqa_loop(module, q, k, v, lens)
-        expect_gqa(module, q, k, v, lens, expected, f"the output with valid_lens {lens.tolist()}")
+        expect_gqa(
+            module,
+            q,
+            k,
+            v,
+            lens,
+            expected,
+            tr("the output with valid_lens {lens}").format(lens=lens.tolist()),
+        )
 
 
 @check("GroupedQueryAttention")
@@ -565,12 +663,18 @@ def gqa_special_cases(GroupedQueryAttention, device):
     lens = torch.tensor([3, 2], device=device)
     expected = torch_mha_reference(module, q, k, v, lens)
     expect_gqa(
-        module, q, k, v, lens, expected, "the output for g = h = 2 against nn.MultiheadAttention"
+        module,
+        q,
+        k,
+        v,
+        lens,
+        expected,
+        tr("the output for g = h = 2 against nn.MultiheadAttention"),
     )
     module = build(GroupedQueryAttention, 12, 3, 1, 0.0, seed=3, device=device)
     q, k, v = gqa_inputs(2, 2, 4, 12, seed=3, device=device)
     expected = gqa_loop(module, q, k, v, None)
-    expect_gqa(module, q, k, v, None, expected, "the output for h = 3 heads and g = 1 group")
+    expect_gqa(module, q, k, v, None, expected, tr("the output for h = 3 heads and g = 1 group"))
 
 
 @check("GroupedQueryAttention")
@@ -607,4 +711,6 @@ def quiz_window_reach_form(answer, device):
     """Is answer_13_3 a position from 0 to 20?"""
     value = expect_number(answer(), "answer_13_3")
     if value != int(value) or not 0 <= value <= 20:
-        raise CheckError(f"answer_13_3 should be a position from 0 to 20, got {value:g}")
+        raise CheckError(
+            tr("answer_13_3 should be a position from 0 to 20, got {value:g}").format(value=value)
+        )

@@ -29,6 +29,7 @@ from checks._core import (
     random_tensor,
     shape_str,
 )
+from checks._i18n import tr
 from checks.scoring import build, describe_lengths
 
 
@@ -47,13 +48,17 @@ def reference_attention(X, lens):
 
 def causal_lengths(causal_valid_lens, X, valid_lens=None):
     """Call the student's function and check it returns int64 (B, T) lengths on X's device."""
-    what = f"causal_valid_lens(X of shape {shape_str(X.shape)}, {describe_lengths(valid_lens)})"
+    what = tr("causal_valid_lens(X of shape {X_shape}, {lens})").format(
+        X_shape=shape_str(X.shape), lens=describe_lengths(valid_lens)
+    )
     lens = invoke(causal_valid_lens, X, valid_lens, what=what, names=("X", "valid_lens"))
     expect_tensor(lens, "causal_valid_lens(X)", shape=X.shape[:2], device=X.device)
     if lens.dtype != torch.int64:
         raise CheckError(
-            f"causal_valid_lens must return int64 lengths (the dtype of torch.arange and of "
-            f"valid_lens), got dtype {lens.dtype}"
+            tr(
+                "causal_valid_lens must return int64 lengths (the dtype of torch.arange and of "
+                "valid_lens), got dtype {dtype}"
+            ).format(dtype=lens.dtype)
         )
     return lens
 
@@ -66,8 +71,11 @@ def causal_contract(causal_valid_lens, device, *, B, T):
     for valid_lens in (None, lens.to("meta")):
         on_meta(
             lambda lens=valid_lens: causal_lengths(causal_valid_lens, X, lens),
-            f"causal_valid_lens on the meta device (B={B}, T={T}, "
-            f"valid_lens {'None' if valid_lens is None else 'given'})",
+            (
+                tr("causal_valid_lens on the meta device (B={B}, T={T}, valid_lens None)")
+                if valid_lens is None
+                else tr("causal_valid_lens on the meta device (B={B}, T={T}, valid_lens given)")
+            ).format(B=B, T=T),
         )
     causal_lengths(causal_valid_lens, torch.zeros(B, T, 3, device=device), lens)
 
@@ -83,8 +91,10 @@ def expect_causal(causal_valid_lens, X, valid_lens, name):
         expect_close(
             Y2[:, : t + 1],
             Y[:, : t + 1],
-            f"{name}: outputs at positions 0..{t} after changing the inputs from position {t + 1} on"
-            " (a causal layer must not see them)",
+            tr(
+                "{name}: outputs at positions 0..{t} after changing the inputs from position "
+                "{next} on (a causal layer must not see them)"
+            ).format(name=name, t=t, next=t + 1),
             labels=("batch", "position"),
         )
     ells = [T] * X.shape[0] if valid_lens is None else valid_lens.tolist()
@@ -95,8 +105,10 @@ def expect_causal(causal_valid_lens, X, valid_lens, name):
         for b, ell in enumerate(ells):
             if t < ell and torch.allclose(Y2[b, t], Y[b, t]):
                 raise CheckError(
-                    f"{name}: output {t} of sequence {b} did not change when input {t} changed: "
-                    f"position {t} must see itself (query t gets t + 1 keys)"
+                    tr(
+                        "{name}: output {t} of sequence {b} did not change when input {t} "
+                        "changed: position {t} must see itself (query t gets t + 1 keys)"
+                    ).format(name=name, t=t, b=b)
                 )
 
 
@@ -108,7 +120,7 @@ def small_example(causal_valid_lens, device):
     expect_close(
         lens,
         torch.tensor([[1, 2, 3, 4], [1, 2, 2, 2]], device=device),
-        "causal_valid_lens(X, [4, 2]) for T = 4",
+        tr("causal_valid_lens(X, [4, 2]) for T = 4"),
         labels=("sequence",),
         check_dtype=False,
     )
@@ -116,7 +128,7 @@ def small_example(causal_valid_lens, device):
     expect_close(
         lens,
         torch.tensor([[1, 2, 3, 4]] * 2, device=device),
-        "causal_valid_lens(X) for T = 4, without valid_lens",
+        tr("causal_valid_lens(X) for T = 4, without valid_lens"),
         labels=("sequence",),
         check_dtype=False,
     )
@@ -132,7 +144,7 @@ def causal_properties(causal_valid_lens, device):
 def perturbation(causal_valid_lens, device):
     """Does changing x[t+1:] leave the attention outputs y[:t+1] unchanged (T = 5, no padding)?"""
     X = random_tensor(2, 5, 4, seed=0, device=device)
-    expect_causal(causal_valid_lens, X, None, "without padding")
+    expect_causal(causal_valid_lens, X, None, tr("without padding"))
 
 
 def heads_of(X, num_heads):
@@ -149,7 +161,7 @@ def split(transpose_qkv, X, h):
         transpose_qkv,
         X,
         h,
-        what=f"transpose_qkv(X of shape {shape_str(X.shape)}, {h})",
+        what=tr("transpose_qkv(X of shape {X_shape}, {h})").format(X_shape=shape_str(X.shape), h=h),
         names=("X",),
     )
     expect_tensor(
@@ -165,7 +177,9 @@ def merge(transpose_output, X, h):
         transpose_output,
         X,
         h,
-        what=f"transpose_output(X of shape {shape_str(X.shape)}, {h})",
+        what=tr("transpose_output(X of shape {X_shape}, {h})").format(
+            X_shape=shape_str(X.shape), h=h
+        ),
         names=("X",),
     )
     shape = (BH // h, T, h * hs)
@@ -190,17 +204,21 @@ def transpose_contract(fn, device, *, B, T, d, h, inverse):
         expect_close(  # a rearrangement: every entry exactly one of X's
             out,
             expected.to(dev, dtype),
-            f"{name} of a {dtype} X of shape {shape_str(shape)}",
+            tr("{name} of a {dtype} X of shape {shape}").format(
+                name=name, dtype=dtype, shape=shape_str(shape)
+            ),
             atol=0,
             rtol=0,
         )
     leaf = X.clone().requires_grad_()
     expect_gradients(call(fn, leaf, h), {"X": leaf}, f"{name}(X, {h})")
     expect_gradient_values(
-        lambda X: call(fn, X, h), {"X": X.to(dev64, torch.float64)}, f"{name}(X, {h}) in float64"
+        lambda X: call(fn, X, h),
+        {"X": X.to(dev64, torch.float64)},
+        tr("{what} in float64").format(what=f"{name}(X, {h})"),
     )
     Xm = X.to("meta")
-    on_meta(lambda: call(fn, Xm, h), f"{name} on the meta device")
+    on_meta(lambda: call(fn, Xm, h), tr("{name} on the meta device").format(name=name))
 
 
 @check("transpose_qkv")
@@ -327,27 +345,36 @@ def stored_weights(module):
         weights = module.attention_weights
     except AttributeError as err:
         raise CheckError(
-            f"reading attention_weights failed ({err}): the given property reads "
-            "self.attention.attention_weights, so the forward must call self.attention "
-            "(step 3), not F.scaled_dot_product_attention or its own softmax"
+            tr(
+                "reading attention_weights failed ({err}): the given property reads "
+                "self.attention.attention_weights, so the forward must call self.attention "
+                "(step 3), not F.scaled_dot_product_attention or its own softmax"
+            ).format(err=err)
         ) from None
     if weights is None:
-        raise CheckError("forward must store the weights in self.attention_weights")
+        raise CheckError(tr("forward must store the weights in self.attention_weights"))
     return weights
 
 
 def mha(module, queries, keys, values, valid_lens=None):
     """Call the module; check the (B, m, d) output and (B, h, m, n) weights; inputs unchanged."""
     B, m, n, d = queries.shape[0], queries.shape[1], keys.shape[1], queries.shape[2]
-    what = (
-        f"the forward on queries {shape_str(queries.shape)}, keys {shape_str(keys.shape)}, "
-        f"values {shape_str(values.shape)}, valid_lens {describe_lengths(valid_lens)}"
+    what = tr(
+        "the forward on queries {queries_shape}, keys {keys_shape}, values {values_shape}, "
+        "valid_lens {lens}"
+    ).format(
+        queries_shape=shape_str(queries.shape),
+        keys_shape=shape_str(keys.shape),
+        values_shape=shape_str(values.shape),
+        lens=describe_lengths(valid_lens),
     )
     names = ("queries", "keys", "values", "valid_lens")
     out = invoke(
         module, queries, keys, values, valid_lens, what=what, names=names, under=type(module)
     )
-    expect_tensor(out, "the output", shape=(B, m, d), dtype=queries.dtype, device=queries.device)
+    expect_tensor(
+        out, tr("the output"), shape=(B, m, d), dtype=queries.dtype, device=queries.device
+    )
     weights = stored_weights(module)
     shape = (B, module.num_heads, m, n)
     expect_tensor(
@@ -398,20 +425,24 @@ def diagnose(module, queries, keys, values, valid_lens) -> str:
 def explain(module, seen, h, valid_lens, queries, keys, values) -> str:
     """The first step of 7.3 whose intermediate (``seen`` by hooks) is wrong, in words."""
     if "attention" not in seen:
-        return "(the forward never called self.attention: step 3 must use it)"
+        return tr("(the forward never called self.attention: step 3 must use it)")
     args, output = seen["attention"]
     with torch.no_grad():
         steps = [
             (
                 "queries",
                 module.W_q(queries),
-                "W_q(queries) split into heads with transpose_qkv (step 1)",
+                tr("W_q(queries) split into heads with transpose_qkv (step 1)"),
             ),
-            ("keys", module.W_k(keys), "W_k(keys) split into heads with transpose_qkv (step 1)"),
+            (
+                "keys",
+                module.W_k(keys),
+                tr("W_k(keys) split into heads with transpose_qkv (step 1)"),
+            ),
             (
                 "values",
                 module.W_v(values),
-                "W_v(values) split into heads with transpose_qkv (step 1)",
+                tr("W_v(values) split into heads with transpose_qkv (step 1)"),
             ),
         ]
         for i, (name, projected, rule) in enumerate(steps):
@@ -422,7 +453,9 @@ def explain(module, seen, h, valid_lens, queries, keys, values) -> str:
                 or given.shape != expected.shape
                 or not torch.allclose(given.to(expected.dtype), expected, atol=1e-5, rtol=1e-4)
             ):
-                return f"(the {name} given to self.attention are not {rule})"
+                return tr("(the {name} given to self.attention are not {rule})").format(
+                    name=name, rule=rule
+                )
         given_lens = args[3] if len(args) > 3 else None
         if valid_lens is not None:
             expected = torch.repeat_interleave(valid_lens, h, dim=0)
@@ -431,15 +464,18 @@ def explain(module, seen, h, valid_lens, queries, keys, values) -> str:
                 or given_lens.shape != expected.shape
                 or not torch.equal(given_lens, expected)
             ):
-                return (
+                return tr(
                     "(the valid_lens given to self.attention are not "
                     "repeat_interleave(valid_lens, h, dim=0) (step 2))"
                 )
         if "W_o" not in seen:
-            return "(the forward never applied W_o (step 4))"
+            return tr("(the forward never applied W_o (step 4))")
         if not torch.allclose(seen["W_o"], check_merge(output, h), atol=1e-5, rtol=1e-4):
-            return "(the input of W_o is not the heads merged with transpose_output (step 4))"
-    return "(every intermediate step matches: is the output W_o of the merged heads, returned as it is?)"
+            return tr("(the input of W_o is not the heads merged with transpose_output (step 4))")
+    return tr(
+        "(every intermediate step matches: is the output W_o of the merged heads, returned as "
+        "it is?)"
+    )
 
 
 def expect_mha_close(module, out, expected, name, queries, keys, values, valid_lens, **kwargs):
@@ -463,7 +499,9 @@ def mha_contract(MultiHeadAttention, device, *, seed, d, h, B, m, n, bias, refer
     k = random_tensor(B, n, d, seed=seed + 1, device=device)
     v = random_tensor(B, n, d, seed=seed + 2, device=device)
     lens = random_lengths(B, low=1, high=n, seed=seed, device=device)
-    shapes = f"d={d}, heads={h}, B={B}, m={m}, n={n}, bias={bias}"
+    shapes = tr("d={d}, heads={h}, B={B}, m={m}, n={n}, bias={bias}").format(
+        d=d, h=h, B=B, m=m, n=n, bias=bias
+    )
     module = make(device)
     out32, _ = mha(module, q, k, v, lens)
     module64 = make(dev64).double()
@@ -473,21 +511,31 @@ def mha_contract(MultiHeadAttention, device, *, seed, d, h, B, m, n, bias, refer
         expected, tol = reference(module64, *as64).to(dev64), FLOAT64
     else:
         expected, tol = out32.detach().to(dev64, torch.float64), dict(atol=1e-4, rtol=1e-3)
-    expect_mha_close(module64, out64, expected, f"the float64 output ({shapes})", *as64, **tol)
+    expect_mha_close(
+        module64,
+        out64,
+        expected,
+        tr("the float64 output ({shapes})").format(shapes=shapes),
+        *as64,
+        **tol,
+    )
     module = make(device)
     q, k, v = (t.clone() for t in (q, k, v))
     named = module_tensors(module, queries=q, keys=k, values=v)
     out, _ = mha(module, q, k, v, lens)
-    expect_gradients(out, named, f"the forward ({shapes})", seed=seed)
+    expect_gradients(out, named, tr("the forward ({shapes})").format(shapes=shapes), seed=seed)
     expect_gradient_values(
         lambda queries, keys, values: mha(module64, queries, keys, values, as64[3])[0],
         dict(zip(("queries", "keys", "values"), as64[:3])),
-        f"the forward in float64 ({shapes})",
+        tr("the forward in float64 ({shapes})").format(shapes=shapes),
         seed=seed,
     )
     meta = make("meta")
     qm, km, vm, lm = (t.detach().to("meta") for t in (q, k, v, lens))
-    on_meta(lambda: mha(meta, qm, km, vm, lm), f"the forward on the meta device ({shapes})")
+    on_meta(
+        lambda: mha(meta, qm, km, vm, lm),
+        tr("the forward on the meta device ({shapes})").format(shapes=shapes),
+    )
 
 
 def mha_dropout_contract(MultiHeadAttention, device, *, seed, B, m, p, h=2, n=8):
@@ -502,16 +550,22 @@ def mha_dropout_contract(MultiHeadAttention, device, *, seed, B, m, p, h=2, n=8)
     k = random_tensor(B, n, d, seed=seed + 1, device=device)
     v = torch.eye(n, device=device).repeat(1, h).expand(B, n, d).contiguous()
     lens = random_lengths(B, low=2, high=n, seed=seed, device=device)
-    what = (
-        f"(p={p}, {h} heads, W_v = W_o = I and values = [I, I] so that the output is the weights)"
-    )
+    what = tr(
+        "(p={p}, {h} heads, W_v = W_o = I and values = [I, I] so that the output is the weights)"
+    ).format(p=p, h=h)
     heads = lambda out: out.reshape(B, m, h, n).transpose(1, 2)  # noqa: E731
     out, weights = mha(module.eval(), q, k, v, lens)
-    expect_close(heads(out), weights, f"the output in eval mode {what}: dropout must be off")
+    expect_close(
+        heads(out),
+        weights,
+        tr("the output in eval mode {what}: dropout must be off").format(what=what),
+    )
     with seeded(seed):
         out, weights = mha(module.train(), q, k, v, lens)
     module.eval()
-    expect_dropout_pattern(heads(out), weights, p, f"the output in train mode {what}")
+    expect_dropout_pattern(
+        heads(out), weights, p, tr("the output in train mode {what}").format(what=what)
+    )
 
 
 @check("MultiHeadAttention")
@@ -532,7 +586,9 @@ def shapes_and_heads(MultiHeadAttention, device):
             module,
             out,
             expected,
-            f"the output with valid_lens {lens.tolist()} against SDPA per head",
+            tr("the output with valid_lens {lens} against SDPA per head").format(
+                lens=lens.tolist()
+            ),
             q,
             k,
             v,

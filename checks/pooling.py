@@ -22,13 +22,15 @@ from checks._core import (
     shape_str,
     softmax_list,
 )
+from checks._i18n import tr
 
 
 class BadReturn(CheckError):
     def __init__(self, out):
         super().__init__(
-            "nadaraya_watson should return a pair (predictions, attention_weights), "
-            f"got {type(out).__name__}"
+            tr(
+                "nadaraya_watson should return a pair (predictions, attention_weights), got {type}"
+            ).format(type=type(out).__name__)
         )
 
 
@@ -44,7 +46,7 @@ def _call(nadaraya_watson, queries, keys, values, **kwargs):
     m, n = queries.shape[0], keys.shape[0]
     expect_tensor(
         out[0],
-        f"predictions (m={m}, n={n})",
+        tr("predictions (m={m}, n={n})").format(m=m, n=n),
         shape=(m,),
         dtype=queries.dtype,
         device=queries.device,
@@ -79,8 +81,10 @@ def pooling_contract(nadaraya_watson, device, *, seed, m, n, reference=None):
     else:
         ref_p, ref_w = (t.detach().to(dev64, torch.float64) for t in (preds32, weights32))
         tol = dict(atol=1e-4, rtol=1e-3)
-    expect_close(weights64, ref_w, f"float64 attention_weights ({shapes})", **tol)
-    expect_close(preds64, ref_p, f"float64 predictions ({shapes})", **tol)
+    expect_close(
+        weights64, ref_w, tr("float64 attention_weights ({shapes})").format(shapes=shapes), **tol
+    )
+    expect_close(preds64, ref_p, tr("float64 predictions ({shapes})").format(shapes=shapes), **tol)
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     preds, _ = _call(nadaraya_watson, *leaves)
     named = dict(zip(("queries", "keys", "values"), leaves))
@@ -93,7 +97,8 @@ def pooling_contract(nadaraya_watson, device, *, seed, m, n, reference=None):
     )
     metas = [t.to("meta") for t in (q, k, v)]
     on_meta(
-        functools.partial(_call, nadaraya_watson, *metas), f"nadaraya_watson on meta ({shapes})"
+        functools.partial(_call, nadaraya_watson, *metas),
+        tr("nadaraya_watson on meta ({shapes})").format(shapes=shapes),
     )
 
 
@@ -108,7 +113,7 @@ def worked_example(nadaraya_watson, device):
     expected_w = torch.tensor(rows, device=device)
     expect_close(weights, expected_w, "attention_weights", labels=("query",))
     expected_p = torch.tensor([sum(w * v for w, v in zip(r, (1.0, 2.0, 3.0))) for r in rows])
-    expect_close(preds, expected_p.to(device), "predictions")
+    expect_close(preds, expected_p.to(device), tr("predictions"))
 
 
 @check("nadaraya_watson")
@@ -119,9 +124,9 @@ def shapes_and_rows(nadaraya_watson, device):
     keys = (torch.rand(7, generator=gen) * 5).to(device)
     values = torch.randn(7, generator=gen).to(device)
     preds, weights = _call(nadaraya_watson, queries, keys, values)
-    expect_tensor(preds, "predictions", shape=(5,), dtype=torch.float32, device=device)
+    expect_tensor(preds, tr("predictions"), shape=(5,), dtype=torch.float32, device=device)
     expect_tensor(weights, "attention_weights", shape=(5, 7), dtype=torch.float32, device=device)
-    expect_close(weights.sum(dim=1), torch.ones(5, device=device), "row sums of the weights")
+    expect_close(weights.sum(dim=1), torch.ones(5, device=device), tr("row sums of the weights"))
 
 
 @check("nadaraya_watson")

@@ -22,6 +22,7 @@ from checks._core import (
     random_tensor,
     shape_str,
 )
+from checks._i18n import tr
 from checks._quiz import declare
 
 
@@ -39,7 +40,7 @@ def describe_lengths(valid_lens) -> str:
         return "None"
     if valid_lens.numel() <= 8 and valid_lens.device.type != "meta":
         return str(valid_lens.tolist())
-    return f"of shape {shape_str(valid_lens.shape)}"
+    return tr("of shape {valid_lens_shape}").format(valid_lens_shape=shape_str(valid_lens.shape))
 
 
 def attend(module, queries, keys, values, valid_lens=None):
@@ -49,9 +50,14 @@ def attend(module, queries, keys, values, valid_lens=None):
     stored attention_weights of the wrong shape before it raised, it says that first.
     """
     B, m, n, v = queries.shape[0], queries.shape[1], keys.shape[1], values.shape[-1]
-    what = (
-        f"the forward on queries {shape_str(queries.shape)}, keys {shape_str(keys.shape)}, "
-        f"values {shape_str(values.shape)}, valid_lens {describe_lengths(valid_lens)}"
+    what = tr(
+        "the forward on queries {queries_shape}, keys {keys_shape}, values {values_shape}, "
+        "valid_lens {lens}"
+    ).format(
+        queries_shape=shape_str(queries.shape),
+        keys_shape=shape_str(keys.shape),
+        values_shape=shape_str(values.shape),
+        lens=describe_lengths(valid_lens),
     )
     before = getattr(module, "attention_weights", None)
     try:
@@ -66,15 +72,18 @@ def attend(module, queries, keys, values, valid_lens=None):
             and tuple(weights.shape) != (B, m, n)
         ):
             raise CheckError(
-                f"attention_weights has shape {shape_str(weights.shape)}, expected "
-                f"{shape_str((B, m, n))} = (B, m, n), a row per query and a column per key; "
-                f"then {crash}"
+                tr(
+                    "attention_weights has shape {shape}, expected {expected} = (B, m, n), "
+                    "a row per query and a column per key; then {crash}"
+                ).format(shape=shape_str(weights.shape), expected=shape_str((B, m, n)), crash=crash)
             ) from crash
         raise
-    expect_tensor(out, "the output", shape=(B, m, v), dtype=queries.dtype, device=queries.device)
+    expect_tensor(
+        out, tr("the output"), shape=(B, m, v), dtype=queries.dtype, device=queries.device
+    )
     weights = getattr(module, "attention_weights", None)
     if weights is None:
-        raise CheckError("forward must store the weights in self.attention_weights")
+        raise CheckError(tr("forward must store the weights in self.attention_weights"))
     expect_tensor(
         weights, "attention_weights", shape=(B, m, n), dtype=queries.dtype, device=queries.device
     )
@@ -102,7 +111,9 @@ def module_contract(make, device, *, seed, B, m, n, dq, dk, dv=3, reference=None
     k = random_tensor(B, n, dk, seed=seed + 1, device=device)
     v = random_tensor(B, n, dv, seed=seed + 2, device=device)
     lens = random_lengths(B, low=1, high=n, seed=seed, device=device)
-    shapes = f"B={B}, m={m}, n={n}, queries of size {dq}, keys {dk}, values {dv}"
+    shapes = tr("B={B}, m={m}, n={n}, queries of size {dq}, keys {dk}, values {dv}").format(
+        B=B, m=m, n=n, dq=dq, dk=dk, dv=dv
+    )
     module = make(device)
     out32, w32 = attend(module, q, k, v, lens)
     module64 = make(dev64).double()
@@ -114,24 +125,29 @@ def module_contract(make, device, *, seed, B, m, n, dq, dk, dv=3, reference=None
     else:
         ref_w, ref_out = w32.detach().to(dev64).double(), out32.detach().to(dev64).double()
     tol = FLOAT64 if reference is not None else dict(atol=1e-4, rtol=1e-3)
-    expect_close(w64, ref_w, f"float64 attention_weights ({shapes})", **tol)
-    expect_close(out64, ref_out, f"the float64 output ({shapes})", **tol)
+    expect_close(
+        w64, ref_w, tr("float64 attention_weights ({shapes})").format(shapes=shapes), **tol
+    )
+    expect_close(out64, ref_out, tr("the float64 output ({shapes})").format(shapes=shapes), **tol)
     # gradients
     module = make(device)
     q, k, v = (t.clone() for t in (q, k, v))
     named = module_tensors(module, queries=q, keys=k, values=v)
     out, _ = attend(module, q, k, v, lens)
-    expect_gradients(out, named, f"the forward ({shapes})", seed=seed)
+    expect_gradients(out, named, tr("the forward ({shapes})").format(shapes=shapes), seed=seed)
     expect_gradient_values(
         lambda queries, keys, values: attend(module64, queries, keys, values, lens64)[0],
         {"queries": q64, "keys": k64, "values": v64},
-        f"the forward ({shapes})",
+        tr("the forward ({shapes})").format(shapes=shapes),
         seed=seed,
     )
     # the device of tensors made inside
     meta = make("meta")
     qm, km, vm, lm = (t.detach().to("meta") for t in (q, k, v, lens))
-    on_meta(lambda: attend(meta, qm, km, vm, lm), f"the forward on the meta device ({shapes})")
+    on_meta(
+        lambda: attend(meta, qm, km, vm, lm),
+        tr("the forward on the meta device ({shapes})").format(shapes=shapes),
+    )
 
 
 def dropout_contract(make, device, *, seed, B=4, m=6, n=8, dq=4, dk=4, p=0.5):
@@ -145,13 +161,17 @@ def dropout_contract(make, device, *, seed, B=4, m=6, n=8, dq=4, dk=4, p=0.5):
     k = random_tensor(B, n, dk, seed=seed + 1, device=device)
     v = torch.eye(n, device=device).expand(B, n, n).contiguous()
     lens = random_lengths(B, low=2, high=n, seed=seed, device=device)
-    what = f"(p={p}, B={B}, m={m}, n={n}, values = identity so that the output is the weights)"
+    what = tr(
+        "(p={p}, B={B}, m={m}, n={n}, values = identity so that the output is the weights)"
+    ).format(p=p, B=B, m=m, n=n)
     out, weights = attend(module.eval(), q, k, v, lens)
-    expect_close(out, weights, f"the output in eval mode {what}: dropout must be off")
+    expect_close(
+        out, weights, tr("the output in eval mode {what}: dropout must be off").format(what=what)
+    )
     with seeded(seed):
         out, weights = attend(module.train(), q, k, v, lens)
     module.eval()
-    expect_dropout_pattern(out, weights, p, f"the output in train mode {what}")
+    expect_dropout_pattern(out, weights, p, tr("the output in train mode {what}").format(what=what))
 
 
 def identical_keys_example(device):
@@ -181,7 +201,11 @@ def answered(answer, device):
     """Is your answer True or False?"""
     value = answer()
     if not isinstance(value, bool):
-        raise CheckError(f"set same_weights_for_every_query to True or False, not {value!r}")
+        raise CheckError(
+            tr("set same_weights_for_every_query to True or False, not {value!r}").format(
+                value=value
+            )
+        )
 
 
 # A graded finding: its self-check says right or wrong (self-study) or "recorded" (graded).
@@ -202,7 +226,9 @@ def call_scores(fn, q, k, w=None):
     """Call sum_scores(q, k, w) or distance_scores(q, k); check (B, m, n) in q's dtype and device."""
     args = (q, k) if w is None else (q, k, w)
     name = "distance_scores" if w is None else "sum_scores"
-    what = f"{name} on queries {shape_str(q.shape)}, keys {shape_str(k.shape)}, {q.dtype}"
+    what = tr("{name} on queries {q_shape}, keys {k_shape}, {dtype}").format(
+        name=name, q_shape=shape_str(q.shape), k_shape=shape_str(k.shape), dtype=q.dtype
+    )
     out = invoke(fn, *args, what=what, names=("queries", "keys", "w"))
     shape = (q.shape[0], q.shape[1], k.shape[1])
     expect_tensor(out, f"{name}(queries, keys)", shape=shape, dtype=q.dtype, device=q.device)
@@ -225,10 +251,17 @@ def scores_contract(fn, device, *, seed, B, m, n, d, with_w, reference=None):
     as64 = [None if t is None else t.to(dev64, torch.float64) for t in (q, k, w)]
     out64 = call_scores(fn, *as64)
     if reference is not None:
-        expect_close(out64, reference(*as64).to(dev64), f"float64 scores ({shapes})", **FLOAT64)
+        expect_close(
+            out64,
+            reference(*as64).to(dev64),
+            tr("float64 scores ({shapes})").format(shapes=shapes),
+            **FLOAT64,
+        )
     else:
         ref = out32.detach().to(dev64, torch.float64)
-        expect_close(out64, ref, f"float64 scores ({shapes})", atol=1e-4, rtol=1e-3)
+        expect_close(
+            out64, ref, tr("float64 scores ({shapes})").format(shapes=shapes), atol=1e-4, rtol=1e-3
+        )
     leaves = [None if t is None else t.clone().requires_grad_() for t in (q, k, w)]
     named = dict(zip(("queries", "keys", "w"), leaves))
     out = call_scores(fn, *leaves)
@@ -238,7 +271,10 @@ def scores_contract(fn, device, *, seed, B, m, n, d, with_w, reference=None):
         lambda queries, keys, w=None: call_scores(fn, queries, keys, w), inputs, shapes, seed=seed
     )
     metas = [None if t is None else t.detach().to("meta") for t in (q, k, w)]
-    on_meta(lambda: call_scores(fn, *metas), f"scores on the meta device ({shapes})")
+    on_meta(
+        lambda: call_scores(fn, *metas),
+        tr("scores on the meta device ({shapes})").format(shapes=shapes),
+    )
 
 
 # ----------------------------------------------------------------- every module and function

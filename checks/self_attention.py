@@ -28,6 +28,7 @@ from checks._core import (
     shape_str,
     softmax_list,
 )
+from checks._i18n import tr
 from checks.scoring import build, describe_lengths
 
 
@@ -56,7 +57,9 @@ def self_attend(module, X, valid_lens=None):
     past the end of a tensor (``relative_bias[j - i + K]`` unclipped) is an IndexError on the
     CPU, but a device-side assert on CUDA, after which the process can no longer use the GPU.
     """
-    what = f"the forward on X {shape_str(X.shape)}, valid_lens {describe_lengths(valid_lens)}"
+    what = tr("the forward on X {X_shape}, valid_lens {lens}").format(
+        X_shape=shape_str(X.shape), lens=describe_lengths(valid_lens)
+    )
     twin = cpu_twin(module) if X.device.type not in ("cpu", "meta") else None
     if twin is not None:
         lens = None if valid_lens is None else valid_lens.cpu()
@@ -65,10 +68,10 @@ def self_attend(module, X, valid_lens=None):
     out = invoke(module, X, valid_lens, what=what, names=("X", "valid_lens"), under=type(module))
     B, N = X.shape[0], X.shape[1]
     shape = (B, N, module.W_v.out_features)
-    expect_tensor(out, "the output", shape=shape, dtype=X.dtype, device=X.device)
+    expect_tensor(out, tr("the output"), shape=shape, dtype=X.dtype, device=X.device)
     weights = getattr(module, "attention_weights", None)
     if weights is None:
-        raise CheckError("forward must leave the weights in self.attention_weights")
+        raise CheckError(tr("forward must leave the weights in self.attention_weights"))
     expect_tensor(weights, "attention_weights", shape=(B, N, N), dtype=X.dtype, device=X.device)
     return out, weights
 
@@ -80,8 +83,10 @@ def relative_module(cls, D_X, D_Q, D_V, K, dropout=0.0, *, bias=False, seed=0, d
     if not isinstance(table, torch.Tensor) or tuple(table.shape) != (2 * K + 1,):
         got = shape_str(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
         raise CheckError(
-            f"keep the given __init__: with max_distance={K}, relative_bias must be a tensor of "
-            f"shape ({2 * K + 1},), got {got}"
+            tr(
+                "keep the given __init__: with max_distance={K}, relative_bias must be a "
+                "tensor of shape ({size},), got {got}"
+            ).format(K=K, size=2 * K + 1, got=got)
         )
     with torch.no_grad():
         table.copy_(random_tensor(2 * K + 1, seed=seed + 100, device=table.device))
@@ -113,21 +118,26 @@ def self_attention_contract(make, device, *, seed, B, N, D, reference=None):
     else:
         ref_w, ref_out = (t.detach().to(dev64, torch.float64) for t in (w32, out32))
         tol = dict(atol=1e-4, rtol=1e-3)
-    expect_close(w64, ref_w, f"float64 attention_weights ({shapes})", **tol)
-    expect_close(out64, ref_out, f"the float64 output ({shapes})", **tol)
+    expect_close(
+        w64, ref_w, tr("float64 attention_weights ({shapes})").format(shapes=shapes), **tol
+    )
+    expect_close(out64, ref_out, tr("the float64 output ({shapes})").format(shapes=shapes), **tol)
     module = make(device)
     X = X.clone()
     named = module_tensors(module, X=X)
     out, _ = self_attend(module, X, lens)
-    expect_gradients(out, named, f"the forward ({shapes})", seed=seed)
+    expect_gradients(out, named, tr("the forward ({shapes})").format(shapes=shapes), seed=seed)
     expect_gradient_values(
         lambda X: self_attend(module64, X, lens.to(dev64))[0],
         {"X": X.detach().to(dev64, torch.float64)},
-        f"the forward in float64 ({shapes})",
+        tr("the forward in float64 ({shapes})").format(shapes=shapes),
         seed=seed,
     )
     meta, Xm, lm = make("meta"), X.detach().to("meta"), lens.to("meta")
-    on_meta(lambda: self_attend(meta, Xm, lm), f"the forward on the meta device ({shapes})")
+    on_meta(
+        lambda: self_attend(meta, Xm, lm),
+        tr("the forward on the meta device ({shapes})").format(shapes=shapes),
+    )
 
 
 def self_attention_dropout_contract(make, device, *, seed, B, N, p):
@@ -143,13 +153,15 @@ def self_attention_dropout_contract(make, device, *, seed, B, N, p):
             module.W_v.bias.zero_()
     X = torch.eye(N, device=device).expand(B, N, N).contiguous()
     lens = random_lengths(B, low=2, high=N, seed=seed, device=device)
-    what = f"(p={p}, X = I, W_v = I so that the output is the weights)"
+    what = tr("(p={p}, X = I, W_v = I so that the output is the weights)").format(p=p)
     out, weights = self_attend(module.eval(), X, lens)
-    expect_close(out, weights, f"the output in eval mode {what}: dropout must be off")
+    expect_close(
+        out, weights, tr("the output in eval mode {what}: dropout must be off").format(what=what)
+    )
     with seeded(seed):
         out, weights = self_attend(module.train(), X, lens)
     module.eval()
-    expect_dropout_pattern(out, weights, p, f"the output in train mode {what}")
+    expect_dropout_pattern(out, weights, p, tr("the output in train mode {what}").format(what=what))
 
 
 @check("RelativeSelfAttention")
@@ -159,11 +171,11 @@ def shapes_and_padding(RelativeSelfAttention, device):
     X = torch.randn(2, 5, 6, generator=gen).to(device)
     module = relative_module(RelativeSelfAttention, 6, 4, 3, 1, device=device)
     _, weights = self_attend(module, X, torch.tensor([5, 2], device=device))
-    expect_close(weights.sum(-1), torch.ones(2, 5, device=device), "row sums of the weights")
+    expect_close(weights.sum(-1), torch.ones(2, 5, device=device), tr("row sums of the weights"))
     expect_close(
         weights[1, :, 2:],
         torch.zeros(5, 3, device=device),
-        "weights of padded keys",
+        tr("weights of padded keys"),
         labels=("query",),
     )
 
@@ -183,8 +195,10 @@ def bias_alone_with_zero_queries(RelativeSelfAttention, device):
     expect_close(
         weights,
         torch.tensor(expected, device=device),
-        "the weights with W_q = 0 and relative_bias [1, 0, 2] (entry 0: keys before the query, "
-        "1: the query itself, 2: keys after it)",
+        tr(
+            "the weights with W_q = 0 and relative_bias [1, 0, 2] (entry 0: keys before the "
+            "query, 1: the query itself, 2: keys after it)"
+        ),
         labels=("batch", "query"),
     )
 

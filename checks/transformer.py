@@ -26,7 +26,12 @@ from checks._core import (
     random_tensor,
     shape_str,
 )
+from checks._i18n import tr
 from checks.scoring import build, describe_lengths
+
+# The two arrangements of a block, in the labels of its checks (tr: checks/_i18n.py).
+PRE_NORM = "pre-norm, B={B}, T={T}, d={d}"
+POST_NORM = "post-norm, B={B}, T={T}, d={d}"
 
 
 def make_block(TransformerBlock, norm_first, *, seed, device, dropout=0.0, bias=True, d=8):
@@ -48,7 +53,9 @@ def make_block(TransformerBlock, norm_first, *, seed, device, dropout=0.0, bias=
     )
     for name in ("attention", "ffn", "norm1", "norm2"):
         if not hasattr(block, name):
-            raise CheckError(f"the block has no attribute {name!r}: keep the given __init__")
+            raise CheckError(
+                tr("the block has no attribute {name!r}: keep the given __init__").format(name=name)
+            )
     with torch.no_grad():
         for i, norm in enumerate((block.norm1, block.norm2)):
             norm.weight.copy_(1 + 0.5 * random_tensor(d, seed=seed + 10 + i, device=device))
@@ -67,9 +74,11 @@ def layer_norm(X, norm):
 
 def call(block, X, valid_lens=None):
     """Call the block; check that the output has the shape, dtype and device of X, and X is unchanged."""
-    what = f"the forward on X {shape_str(X.shape)}, valid_lens {describe_lengths(valid_lens)}"
+    what = tr("the forward on X {X_shape}, valid_lens {lens}").format(
+        X_shape=shape_str(X.shape), lens=describe_lengths(valid_lens)
+    )
     out = invoke(block, X, valid_lens, what=what, names=("X", "valid_lens"), under=type(block))
-    expect_tensor(out, "the output", shape=X.shape, dtype=X.dtype, device=X.device)
+    expect_tensor(out, tr("the output"), shape=X.shape, dtype=X.dtype, device=X.device)
     return out
 
 
@@ -92,7 +101,7 @@ def block_contract(TransformerBlock, device, *, seed, d, B, T, reference=None):
     X = random_tensor(B, T, d, seed=seed, device=device)
     lens = random_lengths(B, low=1, high=T, seed=seed, device=device)
     for norm_first in (False, True):
-        name = f"{'pre' if norm_first else 'post'}-norm, B={B}, T={T}, d={d}"
+        name = (tr(PRE_NORM) if norm_first else tr(POST_NORM)).format(B=B, T=T, d=d)
         make = functools.partial(make_block, TransformerBlock, norm_first, seed=seed, d=d)
         out32 = call(make(device=device), X, lens)
         block64 = make(device=dev64).double()
@@ -103,20 +112,29 @@ def block_contract(TransformerBlock, device, *, seed, d, B, T, reference=None):
         else:
             expected, tol = out32.detach().to(dev64, torch.float64), dict(atol=1e-4, rtol=1e-3)
         expect_close(
-            out64, expected, f"the float64 output ({name})", labels=("batch", "position"), **tol
+            out64,
+            expected,
+            tr("the float64 output ({name})").format(name=name),
+            labels=("batch", "position"),
+            **tol,
         )
         block = make(device=device)
         leaf = X.clone()
         named = module_tensors(block, X=leaf)
-        expect_gradients(call(block, leaf, lens), named, f"the forward ({name})", seed=seed)
+        expect_gradients(
+            call(block, leaf, lens), named, tr("the forward ({name})").format(name=name), seed=seed
+        )
         expect_gradient_values(
             functools.partial(call, block64, valid_lens=lens.to(dev64)),
             {"X": X.to(dev64, torch.float64)},
-            f"the forward in float64 ({name})",
+            tr("the forward in float64 ({name})").format(name=name),
             seed=seed,
         )
         meta, Xm, lm = make(device="meta"), X.to("meta"), lens.to("meta")
-        on_meta(functools.partial(call, meta, Xm, lm), f"the forward on the meta device ({name})")
+        on_meta(
+            functools.partial(call, meta, Xm, lm),
+            tr("the forward on the meta device ({name})").format(name=name),
+        )
 
 
 def sublayer_dropout(TransformerBlock, device, *, seed, p, B=4, T=6, d=8):
@@ -132,12 +150,14 @@ def sublayer_dropout(TransformerBlock, device, *, seed, p, B=4, T=6, d=8):
             linear.weight.zero_()
             if linear.bias is not None:
                 linear.bias.zero_()
-        what = f"X_out - X of a pre-norm block with a silent {silent} (the {other} sublayer), p={p}"
+        what = tr(
+            "X_out - X of a pre-norm block with a silent {silent} (the {other} sublayer), p={p}"
+        ).format(silent=silent, other=other, p=p)
         clean = call(block.eval(), X, lens) - X
         with seeded(seed):
             noisy = call(block.train(), X, lens) - X
         block.eval()
-        expect_dropout_pattern(noisy, clean, p, f"{what} in train mode")
+        expect_dropout_pattern(noisy, clean, p, tr("{what} in train mode").format(what=what))
 
 
 @check("TransformerBlock")
@@ -161,7 +181,7 @@ def silent_sublayers(TransformerBlock, device):
     expect_close(
         call(post, X, lens),
         expected,
-        "post-norm output with silent sublayers (expected LN₂(LN₁(X)), norm1 first)",
+        tr("post-norm output with silent sublayers (expected LN₂(LN₁(X)), norm1 first)"),
         labels=("batch", "position"),
     )
     pre = make_block(TransformerBlock, True, seed=1, device=device)
@@ -169,7 +189,7 @@ def silent_sublayers(TransformerBlock, device):
     expect_close(
         call(pre, X, lens),
         X,
-        "pre-norm output with silent sublayers (expected X: the residual path is untouched)",
+        tr("pre-norm output with silent sublayers (expected X: the residual path is untouched)"),
         labels=("batch", "position"),
     )
 

@@ -30,6 +30,7 @@ from checks._core import (
     shape_str,
     softmax_list,
 )
+from checks._i18n import tr
 from checks.scoring import build
 from checks.self_attention import cpu_twin
 
@@ -64,7 +65,7 @@ def call_patchify(patchify, images: torch.Tensor, p: int, name: str = "images"):
     B, C, H, W = images.shape
     expect_tensor(
         out,
-        f"the output of {what}",
+        tr("the output of {what}").format(what=what),
         shape=(B, (H // p) * (W // p), C * p * p),
         dtype=images.dtype,
         device=images.device,
@@ -87,7 +88,7 @@ def expect_patches(patchify, images: torch.Tensor, p: int, name: str = "images",
 
 def expect_value_error(call, what: str, under, names: list[str]) -> None:
     """``call()`` must raise a ValueError of the code under test whose message holds each name."""
-    wanted = " and ".join(names)
+    wanted = tr(" and ").join(names)
     try:
         call()
     except (CheckError, CheckInternalError, NotImplementedError):
@@ -100,19 +101,25 @@ def expect_value_error(call, what: str, under, names: list[str]) -> None:
         kind, message = type(err).__name__, str(err)
     else:
         raise CheckError(
-            f"{what} returned without an error: expected a ValueError whose message names "
-            f"{wanted}, so that the caller learns what is wrong"
+            tr(
+                "{what} returned without an error: expected a ValueError whose message names "
+                "{wanted}, so that the caller learns what is wrong"
+            ).format(what=what, wanted=wanted)
         )
     if kind != "ValueError":
         raise CheckError(
-            f"{what} raised {kind}: {message}\n      expected a ValueError of your own, "
-            f"raised before any reshape, whose message names {wanted}"
+            tr(
+                "{what} raised {kind}: {message}\n      expected a ValueError of your own, "
+                "raised before any reshape, whose message names {wanted}"
+            ).format(what=what, kind=kind, message=message, wanted=wanted)
         )
     missing = [n for n in names if n not in message]
     if missing:
         raise CheckError(
-            f"{what} raised ValueError: {message}\n      expected the message to name "
-            f"{wanted}; it does not mention {' or '.join(missing)}"
+            tr(
+                "{what} raised ValueError: {message}\n      expected the message to name "
+                "{wanted}; it does not mention {missing}"
+            ).format(what=what, message=message, wanted=wanted, missing=tr(" or ").join(missing))
         )
 
 
@@ -122,7 +129,7 @@ def patchify_contract(patchify, device, *, seed, shape, p):
     images64 = random_tensor(*shape, seed=seed, device=dev64, dtype=torch.float64)
     expect_patches(patchify, images64, p, "float64 images", atol=1e-12, rtol=0)
     leaf = random_tensor(*shape, seed=seed, device=device).requires_grad_()
-    what = f"patchify(images {shape_str(shape)}, {p})"
+    what = tr("patchify(images {shape}, {p})").format(shape=shape_str(shape), p=p)
     out = call_patchify(patchify, leaf, p)
     expect_gradients(out, {"images": leaf}, what, seed=seed)
     expect_gradient_values(
@@ -132,7 +139,11 @@ def patchify_contract(patchify, device, *, seed, shape, p):
         seed=seed,
     )
     meta = torch.empty(shape, device="meta")
-    on_meta(lambda: call_patchify(patchify, meta, p), f"{what} on the meta device", patchify)
+    on_meta(
+        lambda: call_patchify(patchify, meta, p),
+        tr("{what} on the meta device").format(what=what),
+        patchify,
+    )
 
 
 @check("patchify")
@@ -175,8 +186,10 @@ def grid_module(cls, D_X, D_Q, D_V, grid, dropout=0.0, *, bias=False, seed=0, de
     if not isinstance(table, torch.Tensor) or tuple(table.shape) != (2 * h - 1, 2 * w - 1):
         got = shape_str(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
         raise CheckError(
-            f"keep the given __init__: with grid_size={grid}, relative_bias must be a tensor of "
-            f"shape ({2 * h - 1}, {2 * w - 1}), got {got}"
+            tr(
+                "keep the given __init__: with grid_size={grid}, relative_bias must be a "
+                "tensor of shape ({rows}, {columns}), got {got}"
+            ).format(grid=grid, rows=2 * h - 1, columns=2 * w - 1, got=got)
         )
     with torch.no_grad():
         table.copy_(random_tensor(2 * h - 1, 2 * w - 1, seed=seed + 100, device=table.device))
@@ -191,7 +204,9 @@ def attend_grid(module, X):
     CUDA, after which the process can no longer use the GPU.
     """
     grid = tuple(getattr(module, "grid_size", ()))
-    what = f"the forward on X {shape_str(X.shape)} (grid_size {grid})"
+    what = tr("the forward on X {X_shape} (grid_size {grid})").format(
+        X_shape=shape_str(X.shape), grid=grid
+    )
     under = type(module)
     twin = cpu_twin(module) if X.device.type not in ("cpu", "meta") else None
     if twin is not None:
@@ -199,11 +214,11 @@ def attend_grid(module, X):
     out = invoke(module, X, what=what, names=("X",), under=under)
     B, N = X.shape[0], X.shape[1]
     expect_tensor(
-        out, "the output", shape=(B, N, module.W_v.out_features), dtype=X.dtype, device=X.device
+        out, tr("the output"), shape=(B, N, module.W_v.out_features), dtype=X.dtype, device=X.device
     )
     weights = getattr(module, "attention_weights", None)
     if weights is None:
-        raise CheckError("forward must leave the weights in self.attention_weights")
+        raise CheckError(tr("forward must leave the weights in self.attention_weights"))
     expect_tensor(weights, "attention_weights", shape=(B, N, N), dtype=X.dtype, device=X.device)
     return out, weights
 
@@ -224,7 +239,9 @@ def grid_contract(make, device, *, seed, B, grid, D, reference=None):
     dev64 = float64_device(device)
     N = grid[0] * grid[1]
     X = random_tensor(B, N, D, seed=seed, device=device)
-    shapes = f"B={B}, grid {grid[0]} × {grid[1]}, D_X={D}"
+    shapes = tr("B={B}, grid {rows} × {columns}, D_X={D}").format(
+        B=B, rows=grid[0], columns=grid[1], D=D
+    )
     out32, w32 = attend_grid(make(device), X)
     module64 = make(dev64).double()
     X64 = X.to(dev64, torch.float64)
@@ -235,18 +252,26 @@ def grid_contract(make, device, *, seed, B, grid, D, reference=None):
         ref_w, ref_out = (t.detach().to(dev64, torch.float64) for t in (w32, out32))
         tol = dict(atol=1e-4, rtol=1e-3)
     out64, w64 = attend_grid(module64, X64)
-    expect_close(w64, ref_w, f"float64 attention_weights ({shapes})", **tol)
-    expect_close(out64, ref_out, f"the float64 output ({shapes})", **tol)
+    expect_close(
+        w64, ref_w, tr("float64 attention_weights ({shapes})").format(shapes=shapes), **tol
+    )
+    expect_close(out64, ref_out, tr("the float64 output ({shapes})").format(shapes=shapes), **tol)
     module = make(device)
     X = X.clone()
     named = module_tensors(module, X=X)
     out, _ = attend_grid(module, X)
-    expect_gradients(out, named, f"the forward ({shapes})", seed=seed)
+    expect_gradients(out, named, tr("the forward ({shapes})").format(shapes=shapes), seed=seed)
     expect_gradient_values(
-        lambda X: attend_grid(module64, X)[0], {"X": X64}, f"the forward ({shapes})", seed=seed
+        lambda X: attend_grid(module64, X)[0],
+        {"X": X64},
+        tr("the forward ({shapes})").format(shapes=shapes),
+        seed=seed,
     )
     meta, Xm = make("meta"), X.detach().to("meta")
-    on_meta(lambda: attend_grid(meta, Xm), f"the forward on the meta device ({shapes})")
+    on_meta(
+        lambda: attend_grid(meta, Xm),
+        tr("the forward on the meta device ({shapes})").format(shapes=shapes),
+    )
 
 
 def grid_dropout_contract(make, device, *, seed, B, grid, p):
@@ -262,13 +287,15 @@ def grid_dropout_contract(make, device, *, seed, B, grid, p):
         if module.W_v.bias is not None:
             module.W_v.bias.zero_()
     X = torch.eye(N, device=device).expand(B, N, N).contiguous()
-    what = f"(p={p}, X = I, W_v = I so that the output is the weights)"
+    what = tr("(p={p}, X = I, W_v = I so that the output is the weights)").format(p=p)
     out, weights = attend_grid(module.eval(), X)
-    expect_close(out, weights, f"the output in eval mode {what}: dropout must be off")
+    expect_close(
+        out, weights, tr("the output in eval mode {what}: dropout must be off").format(what=what)
+    )
     with seeded(seed):
         out, weights = attend_grid(module.train(), X)
     module.eval()
-    expect_dropout_pattern(out, weights, p, f"the output in train mode {what}")
+    expect_dropout_pattern(out, weights, p, tr("the output in train mode {what}").format(what=what))
 
 
 @check("RelativeSelfAttention2d")
@@ -277,7 +304,7 @@ def grid_shapes(RelativeSelfAttention2d, device):
     module = grid_module(RelativeSelfAttention2d, 5, 4, 3, (2, 3), device=device)
     X = random_tensor(2, 6, 5, seed=0, device=device)
     _, weights = attend_grid(module, X)
-    expect_close(weights.sum(-1), torch.ones(2, 6, device=device), "row sums of the weights")
+    expect_close(weights.sum(-1), torch.ones(2, 6, device=device), tr("row sums of the weights"))
 
 
 @check("RelativeSelfAttention2d")
@@ -299,8 +326,10 @@ def bias_alone_on_a_grid(RelativeSelfAttention2d, device):
     expect_close(
         weights,
         torch.tensor(expected, device=device),
-        "the weights with W_q = 0 on a 2 × 3 grid (patch i at row i // 3, column i % 3) and "
-        "relative_bias[a, b] = (5a + b) / 10",
+        tr(
+            "the weights with W_q = 0 on a 2 × 3 grid (patch i at row i // 3, column i % 3) "
+            "and relative_bias[a, b] = (5a + b) / 10"
+        ),
         labels=("batch", "query"),
     )
 
@@ -348,7 +377,9 @@ def quiz_11_2_form(answer, device):
     """Is answer_11_2 a patch size, a whole number that divides 224?"""
     value = expect_number(answer(), "answer_11_2")
     if value != int(value) or value < 1 or 224 % int(value):
-        raise CheckError(f"answer_11_2 should be a divisor of 224, got {value:g}")
+        raise CheckError(
+            tr("answer_11_2 should be a divisor of 224, got {value:g}").format(value=value)
+        )
 
 
 @check("quiz_11_3")

@@ -10,7 +10,7 @@ import pytest
 import checks
 from autograder import i18n
 from autograder.i18n import catalogs
-from checks import CheckError, _i18n
+from checks import CheckError, _core, _i18n
 from checks._core import REGISTRY
 from tests.wrong import load, reference
 
@@ -145,8 +145,9 @@ def test_the_shipped_translations_are_the_catalog():
         assert path.read_text(encoding="utf-8") == catalogs.runtime_text(table), (
             f"{path} differs from locale/zh_CN/LC_MESSAGES/checks.po: run `make catalogs`"
         )
-    visible, hidden = catalogs.runtime_tables(ZH).values()
+    visible, hidden, hints = catalogs.runtime_tables(ZH).values()
     assert not set(visible) & set(hidden)
+    assert not set(hints) & set(visible)  # a hint is never in a release
 
     # A question written only in checks/hidden/ (not a visible check registered as hidden
     # too) must not be in what a release ships.
@@ -207,5 +208,116 @@ def test_the_grader_speaks_the_notebooks_language():
 
 def test_the_package_data_ships_the_translations():
     text = (catalogs.nbs.ROOT / "pyproject.toml").read_text()
-    assert '"_messages/*.json"' in text
+    assert 'checks = ["_messages/*.json"]' in text
+    assert 'solutions = ["_messages/*.json"]' in text  # the hints, beside solutions/answers.py
     assert os.path.exists(_i18n.files(ZH)[0])
+
+
+# ---------------------------------------------------------------- the chapters' own messages
+
+
+def _failing(fragment):
+    """The known-wrong answer declared to fail with ``fragment``, and the group it fails."""
+    for w in WRONG:
+        for group, declared in w.failures:
+            if fragment in declared:
+                return w, group
+    raise LookupError(fragment)
+
+
+@pytest.mark.parametrize(
+    "fragment, chinese",
+    [
+        # a visible check's own message (checks/vision.py)
+        (
+            "answer_11_2 should be a divisor of 224, got 3",
+            "answer_11_2 应当是 224 的约数，实际是 3",
+        ),
+        # a hidden check's own message and its reason (checks/hidden/masking.py)
+        ("answer_2_2 = 12 zeros is not the count", "answer_2_2 = 12 个零不是正确的个数"),
+        # a label that a chapter's check gives the framework's template (checks/hidden/pooling.py)
+        ("weights for queries far from every key has a non-finite value", "远离所有键的查询的权重"),
+    ],
+)
+def test_a_wrong_answer_is_told_why_in_chinese(fragment, chinese):
+    """The message of a chapter's check, not only its question, is Chinese; the verdict is the
+    English one, and the English message is what tests/wrong declares, word for word."""
+    wrong, group = _failing(fragment)
+    en = _run(group, wrong.implementation(), "en")
+    zh = _run(group, wrong.implementation(), ZH)
+    assert not en[0] and not zh[0]
+    assert fragment in en[1] + en[2]
+    said = zh[1] + zh[2]
+    assert chinese in said and fragment not in said, said
+
+
+def _answer(group, value, lang):
+    """(passed, what it printed and raised) of a question's visible group, in ``lang``."""
+    lines = []
+    with _i18n.using(lang):
+        try:
+            _core._run(group, lambda: value, ["cpu"], True, lines.append)
+        except CheckError as err:
+            return False, "\n".join([*lines, str(err)])
+    return True, "\n".join(lines)
+
+
+def test_a_quiz_hint_is_chinese():
+    """A wrong answer's hint (a `# hint` comment of the answer cell) is in the catalog and said
+    in Chinese: the one written for that letter, or the question's for any other number."""
+    passed, text = _answer("quiz_3_1", "c", ZH)
+    assert not passed and "掩码看的是键的位置，而不是键的值" in text, text
+    assert "the mask looks" not in text
+    passed, text = _answer("quiz_3_3", 1, ZH)
+    assert not passed and "数一数 W_q (h × d_q)、W_k (h × d_k) 和 w_v (h) 的元素个数" in text, text
+    passed, text = _answer("quiz_3_1", "c", "en")
+    assert not passed and "Hint: the mask looks at the keys' positions" in text
+
+
+def test_every_hint_is_in_the_catalog_and_beside_the_keys():
+    """Every hint is a message of the catalog, and its translation is shipped beside
+    solutions/answers.py only: never in checks/_messages, which a release holds."""
+    from autograder import questions
+
+    found = questions.questions()
+    hints = {t for q in found for t in [*q.hints.values(), q.hint] if t}
+    msgids = {m.msgid for m in catalogs.check_messages()}
+    assert hints and hints <= msgids
+    visible, hidden, beside = catalogs.runtime_tables(ZH).values()
+    assert hints == set(beside)
+    assert not set(beside.values()) & set(visible.values())
+
+
+def test_a_release_ships_no_hint(tmp_path):
+    """A released chapter's solutions/ holds the earlier chapters' modules, not the hints."""
+    from autograder.course import Course
+    from autograder.notebooks import chapter_names
+
+    Course._stage_solutions(None, chapter_names()[-1], tmp_path / "solutions")
+    assert not (tmp_path / "solutions" / _i18n.FOLDER).exists()
+    assert not (tmp_path / "solutions" / "answers.py").exists()
+
+
+def _questions():
+    from autograder import questions
+
+    return questions.questions()
+
+
+@pytest.mark.parametrize("question", _questions(), ids=lambda q: q.grade_id)
+def test_a_questions_verdicts_do_not_depend_on_the_language(question):
+    """The key, each answer with a hint of its own, and a wrong one: the same verdict, visible
+    and hidden, in English and in Chinese."""
+    from checks import _quiz
+
+    if _quiz.QUESTION.fullmatch(question.grade_id):
+        group, hidden = question.grade_id, f"{question.grade_id}.key"
+    else:
+        group = next(g for g, name in _quiz.DECLARED.items() if name == question.name)
+        hidden = question.grade_id
+    values = [question.key, *question.hints]
+    values += [w.implementation()() for w in WRONG if w.target == question.grade_id][:2]
+    for value in values:
+        en, zh = _answer(group, value, "en"), _answer(group, value, ZH)
+        assert en[0] == zh[0], (group, value, en, zh)
+        assert _run(hidden, lambda v=value: v, "en")[0] == _run(hidden, lambda v=value: v, ZH)[0]

@@ -237,13 +237,14 @@ def _constants(tree: ast.Module) -> dict[str, str]:
 
 def _templates(path: Path) -> Iterator[tuple[str, int]]:
     """The messages of ``tr("...")`` calls in a module of ``checks`` (a string, or the name of
-    a module's string constant), with their lines."""
+    a module's string constant), and of ``N_("...")`` (marked, translated later), with their
+    lines."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     constants = _constants(tree)
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
             continue
-        if node.func.id != "tr" or len(node.args) != 1:
+        if node.func.id not in ("tr", "N_") or len(node.args) != 1:
             continue
         arg = node.args[0]
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
@@ -254,10 +255,12 @@ def _templates(path: Path) -> Iterator[tuple[str, int]]:
 
 def check_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
     """What the self-checks say: the ``tr`` templates of ``checks/`` and every check's question
-    (the first line of its docstring), hidden checks' included; each once, at its first place
-    (a message said by visible checks is at a visible place)."""
+    (the first line of its docstring), hidden checks' included, and the questions' hints (the
+    ``# hint`` comments of the answer cells, at their cells); each once, at its first place (a
+    message said by visible checks is at a visible place)."""
     import checks
     import checks.hidden  # noqa: F401  (registers the hidden checks)
+    from autograder import questions
     from checks._core import REGISTRY
 
     base = root / "checks"
@@ -283,11 +286,33 @@ def check_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
                 rel = file.name
             line = code.co_firstlineno if code else 1
             add(item.question, rel, line, f"a check's question ({item.group})", False)
-    return sorted(found.values(), key=lambda m: (_hidden(m.where), m.where))
+    for q in questions.questions(root):
+        where = f"book/{q.chapter}.ipynb"
+        for text in [*q.hints.values(), q.hint]:
+            if text and text not in found:
+                note = f"a hint of {q.name}'s self-check, for a wrong answer"
+                found[text] = CourseMessage(text, where, note, False, line=q.cell * 10000 + 1)
+    return sorted(found.values(), key=lambda m: (_kind(m.where), m.where))
+
+
+def hint_messages(root: Path = nbs.ROOT) -> set[str]:
+    """The questions' hints (a hidden check may say one too, as its reason)."""
+    from autograder import questions
+
+    return {t for q in questions.questions(root) for t in [*q.hints.values(), q.hint] if t}
 
 
 def _hidden(where: str) -> bool:
     return "checks/hidden/" in where.replace("\\", "/")
+
+
+def _hint(where: str) -> bool:
+    """Is the message at ``where`` a question's hint (said only where ``solutions/answers.py`` is)?"""
+    return where.replace("\\", "/").startswith("book/")
+
+
+def _kind(where: str) -> int:
+    return 2 if _hint(where) else int(_hidden(where))
 
 
 def _fields(text: str) -> list[str]:
@@ -306,16 +331,22 @@ def _fields(text: str) -> list[str]:
 def runtime_tables(code: str, root: Path = nbs.ROOT) -> dict[Path, dict[str, str]]:
     """What ``checks/_i18n.py`` reads at run time, from the ``checks`` catalog: the translated
     messages of the visible checks in ``checks/_messages/<locale>.json``, those that only the
-    hidden checks say in ``checks/hidden/_messages/<locale>.json``."""
+    hidden checks say in ``checks/hidden/_messages/<locale>.json``, and the questions' hints
+    beside the self-study keys, in ``solutions/_messages/<locale>.json`` (never in a release,
+    as the keys: a hint names a wrong answer)."""
     locale = i18n.language(code).locale
     done = i18n.translations(code, CHECKS, root)
-    visible, hidden = {}, {}
+    tables: tuple[dict, dict, dict] = ({}, {}, {})  # visible, hidden, hints
+    hints = hint_messages(root)
     for m in check_messages(root):
         if done.get(m.msgid):
-            (hidden if _hidden(m.where) else visible)[m.msgid] = done[m.msgid]
+            tables[_kind(m.where)][m.msgid] = done[m.msgid]
+            if m.msgid in hints and _hidden(m.where):  # a hidden check's reason, and a hint
+                tables[2][m.msgid] = done[m.msgid]
     return {
-        root / "checks" / "_messages" / f"{locale}.json": visible,
-        root / "checks" / "hidden" / "_messages" / f"{locale}.json": hidden,
+        root / "checks" / "_messages" / f"{locale}.json": tables[0],
+        root / "checks" / "hidden" / "_messages" / f"{locale}.json": tables[1],
+        root / "solutions" / "_messages" / f"{locale}.json": tables[2],
     }
 
 

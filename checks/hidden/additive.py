@@ -17,6 +17,7 @@ from checks._core import (
     expect_number,
     random_tensor,
 )
+from checks._i18n import N_, tr
 from checks.additive import expect_no_concatenation
 from checks.hidden.scoring import check_dropout, compare_with_loop, loop_reference
 from checks.scoring import build, dropout_contract, module_contract
@@ -97,12 +98,18 @@ def concat_dropout_statistics(ConcatAttention, device):
 # A number: computed here, independently of the notebook.
 
 WHY_NOT_3_1 = {
-    "a": "an untrained module has random W_q, W_k and w_v, and different keys get different "
-    "scores from them; identical keys were what made the toy example's weights uniform",
-    "c": "the mask depends on the keys' positions, not on their values: the keys past the "
-    "valid length still get weight 0",
-    "d": "a softmax puts all the weight on one key only when its score is far above the others'; "
-    "the scores of an untrained module are close together",
+    "a": N_(
+        "an untrained module has random W_q, W_k and w_v, and different keys get different "
+        "scores from them; identical keys were what made the toy example's weights uniform"
+    ),
+    "c": N_(
+        "the mask depends on the keys' positions, not on their values: the keys past the valid "
+        "length still get weight 0"
+    ),
+    "d": N_(
+        "a softmax puts all the weight on one key only when its score is far above the "
+        "others'; the scores of an untrained module are close together"
+    ),
 }
 
 
@@ -140,16 +147,23 @@ def quiz_3_1_key(answer, device):
     if len(right) != 1:
         raise CheckInternalError(f"expected exactly one option to hold, got {right}")
     if choice != right[0]:
-        raise CheckError(f"answer_3_1 = {choice!r}: {WHY_NOT_3_1[choice]}")
+        raise CheckError(
+            tr("answer_3_1 = {choice!r}: {why}").format(choice=choice, why=tr(WHY_NOT_3_1[choice]))
+        )
 
 
 WHY_NOT_3_2 = {
-    "a": "the full version holds (B, m, n, h): doubling m and n makes it four times larger, "
-    "not two",
-    "c": "chunks of c queries hold (B, c, n, h): c stays, but n doubles, so each chunk "
-    "doubles too; chunking bounds the queries' axis only",
-    "d": "chunks of c queries hold (B, c, n, h): they do not grow with m, so doubling m and "
-    "n only doubles them",
+    "a": N_(
+        "the full version holds (B, m, n, h): doubling m and n makes it four times larger, not two"
+    ),
+    "c": N_(
+        "chunks of c queries hold (B, c, n, h): c stays, but n doubles, so each chunk doubles "
+        "too; chunking bounds the queries' axis only"
+    ),
+    "d": N_(
+        "chunks of c queries hold (B, c, n, h): they do not grow with m, so doubling m and n "
+        "only doubles them"
+    ),
 }
 
 
@@ -158,7 +172,9 @@ def quiz_3_2_key(answer, device):
     """Is answer_3_2 the right choice?"""
     choice = expect_choice(answer(), "abcd", "answer_3_2")
     if choice != "b":
-        raise CheckError(f"answer_3_2 = {choice!r}: {WHY_NOT_3_2[choice]}")
+        raise CheckError(
+            tr("answer_3_2 = {choice!r}: {why}").format(choice=choice, why=tr(WHY_NOT_3_2[choice]))
+        )
 
 
 def translator_attention_parameters() -> int:
@@ -180,17 +196,21 @@ def quiz_3_3_key(answer, device):
     if value == key:
         return
     if value == key - h:
-        why = "w_v has h = 64 parameters too"
+        why = tr("w_v has h = 64 parameters too")
     elif value == key + 2 * h + 1:
-        why = "the three layers have no bias (bias=False)"
+        why = tr("the three layers have no bias (bias=False)")
     elif value > 10 * key:
-        why = (
-            "the parameters do not depend on how many keys there are: the same W_k "
-            "projects every key, whether the source has 36 characters or 3600"
+        why = tr(
+            "the parameters do not depend on how many keys there are: the same W_k projects "
+            "every key, whether the source has 36 characters or 3600"
         )
     else:
-        why = "count the entries of W_q (h × d_q), W_k (h × d_k) and w_v (h)"
-    raise CheckError(f"answer_3_3 = {value:g} is not the number of parameters: {why}")
+        why = tr("count the entries of W_q (h × d_q), W_k (h × d_k) and w_v (h)")
+    raise CheckError(
+        tr("answer_3_3 = {value:g} is not the number of parameters: {why}").format(
+            value=value, why=why
+        )
+    )
 
 
 # ----------------------------------------------------------------- the property classes

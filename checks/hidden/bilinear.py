@@ -20,6 +20,7 @@ from checks._core import (
     expect_number,
     random_tensor,
 )
+from checks._i18n import tr
 from checks.bilinear import expect_no_full_W
 from checks.hidden.scoring import check_dropout, compare_with_loop, loop_attention
 from checks.scoring import attend, build, dropout_contract, module_contract
@@ -60,7 +61,7 @@ def low_rank_is_bilinear(LowRankBilinearAttention, device):
     expect_close(
         out,
         expected,
-        "the output against bilinear attention with W = W_qᵀ W_k",
+        tr("the output against bilinear attention with W = W_qᵀ W_k"),
         labels=("batch", "query"),
         atol=1e-4,
     )
@@ -101,11 +102,24 @@ def low_rank_scores_have_rank_r(LowRankBilinearAttention, device):
         if sv[r] > 1e-4 * sv[0]:  # float32 rounding leaves about 1e-7 of sv[0]
             rank = int((sv > 1e-4 * sv[0]).sum())
             raise CheckError(
-                f"the scores of example {b} (queries of size {dq}, keys {dk}, r={r}, m={m}, "
-                f"n={n}) have rank {rank} (singular value {r + 1} is {sv[r].item():.3g}, the "
-                f"largest {sv[0].item():.3g}), expected at most r={r}: a score that passes "
-                f"through the two projections to {r} numbers compares queries and keys in at "
-                f"most {r} directions"
+                tr(
+                    "the scores of example {b} (queries of size {dq}, keys {dk}, r={r}, m={m}, "
+                    "n={n}) have rank {rank} (singular value {index} is {value:.3g}, the "
+                    "largest {largest:.3g}), expected at most r={r}: a score that passes "
+                    "through the two projections to {r} numbers compares queries and keys in at "
+                    "most {r} directions"
+                ).format(
+                    b=b,
+                    dq=dq,
+                    dk=dk,
+                    r=r,
+                    m=m,
+                    n=n,
+                    rank=rank,
+                    index=r + 1,
+                    value=sv[r].item(),
+                    largest=sv[0].item(),
+                )
             )
 
 
@@ -155,10 +169,12 @@ def quiz_5_1_key(answer, device):
     """Is the answer to question 5.1 right?"""
     if expect_choice(answer(), "abcd", "answer_5_1") != "b":
         raise CheckError(
-            "softmax is unchanged by adding a constant to a row, not by multiplying it: W = 10 I "
-            "multiplies every score by 10 (dot-product attention with d = 100 divides it by 10), "
-            "a temperature of 1/10, so each row of weights moves towards a one-hot on its largest "
-            "score"
+            tr(
+                "softmax is unchanged by adding a constant to a row, not by multiplying it: W "
+                "= 10 I multiplies every score by 10 (dot-product attention with d = 100 "
+                "divides it by 10), a temperature of 1/10, so each row of weights moves "
+                "towards a one-hot on its largest score"
+            )
         )
 
 
@@ -174,8 +190,10 @@ def quiz_5_2_key(answer, device):
     ]
     if value != equal[0]:
         raise CheckError(
-            f"answer_5_2 is {value:g}: the factors W_q and W_k hold r·(d_q + d_k) numbers and W "
-            f"holds d_q·d_k = {full}, equal at r = d_q·d_k / (d_q + d_k)"
+            tr(
+                "answer_5_2 is {value:g}: the factors W_q and W_k hold r·(d_q + d_k) numbers "
+                "and W holds d_q·d_k = {full}, equal at r = d_q·d_k / (d_q + d_k)"
+            ).format(value=value, full=full)
         )
 
 
@@ -188,8 +206,10 @@ def quiz_5_3_key(answer, device):
     key = next(letter for letter, r in options.items() if r == rank)
     if expect_choice(answer(), "abcd", "answer_5_3") != key:
         raise CheckError(
-            "W_qᵀ W_k has rank at most r, and a (3, 5) matrix has rank at most min(3, 5) = 3: "
-            "rank 3 already reaches every W, and more adds parameters but no new score"
+            tr(
+                "W_qᵀ W_k has rank at most r, and a (3, 5) matrix has rank at most min(3, 5) = "
+                "3: rank 3 already reaches every W, and more adds parameters but no new score"
+            )
         )
 
 

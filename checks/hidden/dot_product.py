@@ -20,6 +20,7 @@ from checks._core import (
     expect_number,
     random_tensor,
 )
+from checks._i18n import tr
 from checks.dot_product import expect_zero_vectors_safe
 from checks.hidden.scoring import check_dropout, compare_with_loop, loop_attention
 from checks.scoring import attend, build, dropout_contract, module_contract
@@ -75,7 +76,7 @@ def cosine_matches_sdpa(CosineAttention, device):
     expect_close(
         out,
         expected,
-        "the output against scaled_dot_product_attention(q/‖q‖, k/‖k‖, v, scale=s)",
+        tr("the output against scaled_dot_product_attention(q/‖q‖, k/‖k‖, v, scale=s)"),
         labels=("batch", "query"),
     )
 
@@ -97,7 +98,7 @@ def cosine_ignores_lengths(CosineAttention, device):
     expect_close(
         rescaled,
         weights,
-        "attention_weights after multiplying each query and key by its own positive number",
+        tr("attention_weights after multiplying each query and key by its own positive number"),
         labels=("batch", "query"),
     )
 
@@ -148,9 +149,11 @@ def quiz_4_1_key(answer, device):
     assert abs(sampled - expected) < 0.05 * expected, (sampled, expected)  # formula = sample
     if abs(value - expected) > 0.05 * expected:
         raise CheckError(
-            f"answer_4_1 = {value:g} is not the standard deviation of q·k/√d here. Dividing "
-            "by √d removes the growth with d, not the entries' own variance: what is the "
-            "variance of one product q_i k_i when each factor has variance 4?"
+            tr(
+                "answer_4_1 = {value:g} is not the standard deviation of q·k/√d here. Dividing "
+                "by √d removes the growth with d, not the entries' own variance: what is the "
+                "variance of one product q_i k_i when each factor has variance 4?"
+            ).format(value=value)
         )
 
 
@@ -159,8 +162,11 @@ def quiz_4_2_key(answer, device):
     """Is the change that leaves the output unchanged the right one?"""
     if expect_choice(answer(), "abcd", "answer_4_2") != "b":
         raise CheckError(
-            "answer_4_2: that change alters the output. Only a change of the scores by the same "
-            "amount for every key of a row cancels in the softmax, and the output must not move"
+            tr(
+                "answer_4_2: that change alters the output. Only a change of the scores by the "
+                "same amount for every key of a row cancels in the softmax, and the output "
+                "must not move"
+            )
         )
 
 

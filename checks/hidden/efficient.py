@@ -20,6 +20,7 @@ from checks._core import (
     random_tensor,
     softmax_list,
 )
+from checks._i18n import N_, tr
 from checks.efficient import expect_mask, get_mask, mask_contract
 
 CASES = [(1, 1, 1), (2, 3, 5), (4, 6, 4), (3, 1, 9), (5, 7, 16)]  # (B, m, n)
@@ -82,7 +83,9 @@ def works_in_the_fused_kernel(valid_lens_to_mask, device):
         expect_close(
             out,
             expected,
-            f"SDPA output with valid_lens_to_mask({lens.tolist()}, {m}, {n})",
+            tr("SDPA output with valid_lens_to_mask({lens}, {m}, {n})").format(
+                lens=lens.tolist(), m=m, n=n
+            ),
             atol=1e-4,
             labels=("batch", "head", "query"),
         )
@@ -97,12 +100,18 @@ def mask_properties_hidden(valid_lens_to_mask, device):
 # ------------------------------------------------ Check your understanding: the answers
 
 WHY_NOT_10_1 = {
-    "a": "the fused kernel does the same 4Bhmnd FLOPs of the two products and computes every "
-    "score once; what it saves is writing the (B, m, n) scores out and reading them back",
-    "c": "the online softmax is exact: the rescaling by exp(μ - μ') gives the same softmax, in "
-    "another order, so the outputs agree to rounding (the chapter compares them to 1e-6)",
-    "d": "the comparison in this chapter runs every variant in float32; the gain comes from not "
-    "writing and re-reading the (B, m, n) scores",
+    "a": N_(
+        "the fused kernel does the same 4Bhmnd FLOPs of the two products and computes every "
+        "score once; what it saves is writing the (B, m, n) scores out and reading them back"
+    ),
+    "c": N_(
+        "the online softmax is exact: the rescaling by exp(μ - μ') gives the same softmax, in "
+        "another order, so the outputs agree to rounding (the chapter compares them to 1e-6)"
+    ),
+    "d": N_(
+        "the comparison in this chapter runs every variant in float32; the gain comes from not "
+        "writing and re-reading the (B, m, n) scores"
+    ),
 }
 
 
@@ -111,7 +120,7 @@ def quiz_10_1_key(answer, device):
     """Is the fused kernel faster for the reason the chapter measured?"""
     choice = expect_choice(answer(), "abcd", "answer_10_1")
     if choice != "b":
-        raise CheckError(f"answer_10_1 = {choice!r}: {WHY_NOT_10_1[choice]}")
+        raise CheckError(f"answer_10_1 = {choice!r}: {tr(WHY_NOT_10_1[choice])}")
 
 
 @check("quiz_10_2.key", hidden=True)
@@ -126,8 +135,11 @@ def quiz_10_2_key(answer, device):
     assert torch.broadcast_shapes(mask.shape, (B, h, m, n)) == (B, h, m, n)
     if got != mask.numel():
         raise CheckError(
-            f"answer_10_2 = {got:g} is not the number of booleans in the mask: the mask keeps "
-            "an axis of size 1 wherever the lengths do not vary, and broadcasts over it"
+            tr(
+                "answer_10_2 = {got:g} is not the number of booleans in the mask: the mask "
+                "keeps an axis of size 1 wherever the lengths do not vary, and broadcasts over "
+                "it"
+            ).format(got=got)
         )
 
 

@@ -21,6 +21,7 @@ from checks._core import (
     expect_unchanged,
     random_tensor,
 )
+from checks._i18n import N_, tr
 from checks.encoder_decoder import (
     call,
     decoder_on_meta,
@@ -62,8 +63,9 @@ def matches_torch(DecoderBlock, device):
             expect_close(
                 call(block, X, enc, enc_lens, tgt_lens),
                 torch_output(layer, X, enc, enc_lens, tgt_lens).detach(),
-                "the output against nn.TransformerDecoderLayer "
-                f"({describe(norm_first, bias, enc_lens, tgt_lens)})",
+                tr("the output against nn.TransformerDecoderLayer ({what})").format(
+                    what=describe(norm_first, bias, enc_lens, tgt_lens)
+                ),
                 labels=("batch", "position"),
             )
 
@@ -78,7 +80,7 @@ def masks(DecoderBlock, device):
     tgt_lens = torch.tensor([5, 2, 3], device=device)
     tgt_valid = torch.arange(T, device=device) < tgt_lens[:, None]  # (B, T)
     for norm_first in (False, True):
-        name = "pre-norm" if norm_first else "post-norm"
+        name = tr("pre-norm") if norm_first else tr("post-norm")
         block = make_decoder_block(DecoderBlock, norm_first, seed=20, device=device)
         randomise(block, 20, device)
         out = call(block, X, enc, enc_lens).detach()
@@ -87,8 +89,10 @@ def masks(DecoderBlock, device):
             expect_close(
                 out[:, t],
                 prefix[:, t],
-                f"{name}: the output at target position {t} against the block run on the "
-                f"prefix X[:, :{t + 1}] (later target positions must be masked)",
+                tr(
+                    "{name}: the output at target position {t} against the block run on the "
+                    "prefix X[:, :{end}] (later target positions must be masked)"
+                ).format(name=name, t=t, end=t + 1),
                 labels=("batch",),
             )
         noise = random_tensor(B, T, d, seed=22, device=device, scale=5.0)
@@ -97,8 +101,10 @@ def masks(DecoderBlock, device):
         expect_close(
             torch.where(tgt_valid[..., None], changed.detach(), 0.0),
             torch.where(tgt_valid[..., None], out, 0.0),
-            f"{name}: outputs at valid target positions after changing the padded targets "
-            f"(tgt_valid_lens={tgt_lens.tolist()})",
+            tr(
+                "{name}: outputs at valid target positions after changing the padded targets "
+                "(tgt_valid_lens={tgt_lens})"
+            ).format(name=name, tgt_lens=tgt_lens.tolist()),
             labels=("batch", "position"),
         )
         enc_valid = torch.arange(S, device=device) < enc_lens[:, None]  # (B, S)
@@ -106,8 +112,9 @@ def masks(DecoderBlock, device):
         expect_close(
             call(block, X, torch.where(enc_valid[..., None], enc, enc_noise), enc_lens, tgt_lens),
             out,
-            f"{name}: the output after changing encoder outputs beyond "
-            f"enc_valid_lens={enc_lens.tolist()}",
+            tr(
+                "{name}: the output after changing encoder outputs beyond enc_valid_lens={enc_lens}"
+            ).format(name=name, enc_lens=enc_lens.tolist()),
             labels=("batch", "position"),
         )
         enc_changed = enc.clone()
@@ -116,9 +123,11 @@ def masks(DecoderBlock, device):
         for b in range(B):
             if not bool(((moved[b] - out[b]).abs() > 1e-4).any()):
                 raise CheckError(
-                    f"{name}: changing the encoder output at source position 0 of sequence {b} "
-                    "did not change its output: the cross-attention must read the encoder "
-                    "outputs as keys and values"
+                    tr(
+                        "{name}: changing the encoder output at source position 0 of sequence "
+                        "{b} did not change its output: the cross-attention must read the "
+                        "encoder outputs as keys and values"
+                    ).format(name=name, b=b)
                 )
 
 
@@ -130,12 +139,14 @@ def dropout_on_the_sublayers(DecoderBlock, device):
     enc_lens = torch.tensor([5, 3], device=device)
     for norm_first in (False, True):
         block = make_decoder_block(DecoderBlock, norm_first, seed=30, device=device, dropout=1.0)
-        name = "pre-norm" if norm_first else "post-norm"
+        name = tr("pre-norm") if norm_first else tr("post-norm")
         layer = to_torch(block, 2)
         expect_close(
             call(block.eval(), X, enc, enc_lens),
             torch_output(layer, X, enc, enc_lens).detach(),
-            f"the {name} output in eval mode with dropout=1 (dropout must be off)",
+            tr("the {name} output in eval mode with dropout=1 (dropout must be off)").format(
+                name=name
+            ),
             labels=("batch", "position"),
         )
         train_out = call(block.train(), X, enc, enc_lens)
@@ -146,8 +157,10 @@ def dropout_on_the_sublayers(DecoderBlock, device):
         expect_close(
             train_out,
             expected,
-            f"the {name} output in train mode with dropout=1 (each sublayer's output dropped, "
-            f"expected {'X' if norm_first else 'LN₃(LN₂(LN₁(X)))'})",
+            tr(
+                "the {name} output in train mode with dropout=1 (each sublayer's output "
+                "dropped, expected {expected})"
+            ).format(name=name, expected="X" if norm_first else "LN₃(LN₂(LN₁(X)))"),
             labels=("batch", "position"),
         )
 
@@ -168,7 +181,7 @@ def on_the_meta_device(DecoderBlock, device):
 def float64_and_gradients(DecoderBlock, device):
     """In float64, does it match nn.TransformerDecoderLayer to 1e-10, with the same gradients for X, enc_outputs and the weights, leaving its inputs unchanged?"""
     for seed, norm_first in enumerate((False, True), start=40):
-        name = "pre-norm" if norm_first else "post-norm"
+        name = tr("pre-norm") if norm_first else tr("post-norm")
         block = make_decoder_block(DecoderBlock, norm_first, seed=seed, device=device).double()
         randomise(block, seed, device)
         layer = to_torch(block, 2)
@@ -193,7 +206,7 @@ def float64_and_gradients(DecoderBlock, device):
         expect_close(
             out,
             expected.detach(),
-            f"the output against nn.TransformerDecoderLayer ({what})",
+            tr("the output against nn.TransformerDecoderLayer ({what})").format(what=what),
             atol=1e-10,
             rtol=1e-8,
             labels=("batch", "position"),
@@ -202,11 +215,17 @@ def float64_and_gradients(DecoderBlock, device):
         (expected * R).sum().backward()
         for ours, ref, what_grad in ((X_ours, X_ref, "X"), (enc_ours, enc_ref, "enc_outputs")):
             if ours.grad is None:
-                raise CheckError(f"{name}: no gradient reached {what_grad}")
+                raise CheckError(
+                    tr("{name}: no gradient reached {what_grad}").format(
+                        name=name, what_grad=what_grad
+                    )
+                )
             expect_close(
                 ours.grad,
                 ref.grad,
-                f"{name}: the gradient of {what_grad} against nn.TransformerDecoderLayer's",
+                tr(
+                    "{name}: the gradient of {what_grad} against nn.TransformerDecoderLayer's"
+                ).format(name=name, what_grad=what_grad),
                 atol=1e-9,
                 rtol=1e-7,
                 labels=("batch", "position"),
@@ -215,23 +234,29 @@ def float64_and_gradients(DecoderBlock, device):
             (
                 block.cross_attention.W_o.weight,
                 layer.multihead_attn.out_proj.weight,
-                "the cross-attention's W_o",
+                tr("the cross-attention's W_o"),
             ),
-            (block.ffn.dense1.weight, layer.linear1.weight, "the FFN's dense1"),
+            (block.ffn.dense1.weight, layer.linear1.weight, tr("the FFN's dense1")),
         ):
             if ours.grad is None:
-                raise CheckError(f"{name}: no gradient reached {what_grad}")
+                raise CheckError(
+                    tr("{name}: no gradient reached {what_grad}").format(
+                        name=name, what_grad=what_grad
+                    )
+                )
             expect_close(
                 ours.grad,
                 ref.grad,
-                f"{name}: the gradient of {what_grad} against nn.TransformerDecoderLayer's",
+                tr(
+                    "{name}: the gradient of {what_grad} against nn.TransformerDecoderLayer's"
+                ).format(name=name, what_grad=what_grad),
                 atol=1e-9,
                 rtol=1e-7,
             )
         expect_gradient_values(
             functools.partial(call, block, enc_valid_lens=enc_lens, tgt_valid_lens=tgt_lens),
             {"X": X, "enc_outputs": enc},
-            f"the forward ({what})",
+            tr("the forward ({what})").format(what=what),
             seed=seed,
         )
 
@@ -254,19 +279,26 @@ def quiz_9_1_key(answer, device):
         _, weights = attention(X, H, H, need_weights=True, average_attn_weights=False)
     if options[choice] != tuple(weights.shape):
         raise CheckError(
-            f"answer_9_1 = {choice!r}, ({QUIZ_9_1[choice].replace('P', '5').replace('S', '12')}): "
-            "greedy decoding runs the decoder on the whole prefix, each prefix position is a "
-            "query, and each source token a key"
+            tr(
+                "answer_9_1 = {choice!r}, ({shape}): greedy decoding runs the decoder on the "
+                "whole prefix, each prefix position is a query, and each source token a key"
+            ).format(choice=choice, shape=QUIZ_9_1[choice].replace("P", "5").replace("S", "12"))
         )
 
 
 WHY_NOT_9_2 = {
-    "a": "the whole source is known before decoding starts, so no target position can see "
-    "too much of it; causality is about the decoder's own inputs",
-    "b": "the causal mask belongs to the decoder's self-attention; over the source, which is "
-    "given in full, it would hide real source tokens from the early target positions",
-    "d": "the encoder's outputs at padded positions are vectors like any other (attention "
-    "mixes the valid tokens into them); only enc_valid_lens keeps the decoder off them",
+    "a": N_(
+        "the whole source is known before decoding starts, so no target position can see too "
+        "much of it; causality is about the decoder's own inputs"
+    ),
+    "b": N_(
+        "the causal mask belongs to the decoder's self-attention; over the source, which is "
+        "given in full, it would hide real source tokens from the early target positions"
+    ),
+    "d": N_(
+        "the encoder's outputs at padded positions are vectors like any other (attention mixes "
+        "the valid tokens into them); only enc_valid_lens keeps the decoder off them"
+    ),
 }
 
 
@@ -275,7 +307,7 @@ def quiz_9_2_key(answer, device):
     """Is that the mask the decoder's cross-attention needs?"""
     choice = expect_choice(answer(), "abcd", "answer_9_2")
     if choice != "c":
-        raise CheckError(f"answer_9_2 = {choice!r}: {WHY_NOT_9_2[choice]}")
+        raise CheckError(f"answer_9_2 = {choice!r}: {tr(WHY_NOT_9_2[choice])}")
 
 
 # ----------------------------------------------------------------- the property classes

@@ -18,6 +18,7 @@ from checks._core import (
     random_tensor,
     shape_str,
 )
+from checks._i18n import N_, tr
 from checks.kv_cache import (
     describe_step,
     expect_probs,
@@ -59,7 +60,7 @@ def limits(sampling_probs, device):
     )
     cold = get_probs(sampling_probs, logits, 0.001, None)
     if not bool(torch.isfinite(cold).all()):
-        raise CheckError("sampling_probs(logits, temperature=0.001) is not finite (NaN or inf)")
+        raise CheckError(tr("sampling_probs(logits, temperature=0.001) is not finite (NaN or inf)"))
     expect_close(
         cold, expected, "sampling_probs(logits (4, 10), temperature=0.001)", atol=1e-3, rtol=0
     )
@@ -97,8 +98,10 @@ def leaf_left_unchanged(sampling_probs, device):
     probs = get_probs(sampling_probs, logits, 0.5, 2)
     if not probs.requires_grad:
         raise CheckError(
-            "sampling_probs(a leaf that requires grad, ...) does not require grad: is it "
-            "detached (.detach(), .data, torch.tensor(...))?"
+            tr(
+                "sampling_probs(a leaf that requires grad, ...) does not require grad: is it "
+                "detached (.detach(), .data, torch.tensor(...))?"
+            )
         )
 
 
@@ -151,10 +154,13 @@ def token_by_token_equals_one_pass(attend_with_cache, device):
     expected = band_attention(q, k, v, None)
     for pieces in ([1] * 7, [3, 1, 3]):
         outputs, lengths, cache = decode_in_pieces(attend_with_cache, q, k, v, pieces, None)
-        what = f"attend_with_cache fed the 7 positions in pieces {pieces}"
+        what = tr("attend_with_cache fed the 7 positions in pieces {pieces}").format(pieces=pieces)
         expect_close(outputs, expected, what, atol=1e-5, labels=("batch", "head", "position"))
         expect_close(
-            cache[0], k, f"{what}: the final cache's keys", labels=("batch", "head", "position")
+            cache[0],
+            k,
+            tr("{what}: the final cache's keys").format(what=what),
+            labels=("batch", "head", "position"),
         )
 
 
@@ -191,17 +197,19 @@ def cache_stops_growing(attend_with_cache, device):
     expected_lengths = [min(i + 1, 4) for i in range(12)]
     if lengths != expected_lengths:
         raise CheckError(
-            "attend_with_cache with window=4, fed 12 positions one at a time: the cache held "
-            f"{lengths} positions after each step, expected {expected_lengths}"
+            tr(
+                "attend_with_cache with window=4, fed 12 positions one at a time: the cache "
+                "held {lengths} positions after each step, expected {expected_lengths}"
+            ).format(lengths=lengths, expected_lengths=expected_lengths)
         )
-    what = "attend_with_cache with window=4, fed 12 positions one at a time"
+    what = tr("attend_with_cache with window=4, fed 12 positions one at a time")
     expect_close(
         outputs, band_attention(q, k, v, 4), what, atol=1e-5, labels=("batch", "head", "position")
     )
     expect_close(
         cache[0],
         k[:, :, -4:],
-        f"{what}: the final cache's keys",
+        tr("{what}: the final cache's keys").format(what=what),
         labels=("batch", "head", "position"),
     )
 
@@ -215,12 +223,14 @@ def window_of_one(attend_with_cache, device):
     expect_close(
         output,
         v,
-        f"{what}: the output (each query sees only itself)",
+        tr("{what}: the output (each query sees only itself)").format(what=what),
         labels=("batch", "head", "new position"),
     )
     if tuple(new_k.shape) != (2, 2, 1, 3):
         raise CheckError(
-            f"{what}: the new cache's keys have shape {shape_str(new_k.shape)}, expected (2, 2, 1, 3)"
+            tr(
+                "{what}: the new cache's keys have shape {new_k_shape}, expected (2, 2, 1, 3)"
+            ).format(what=what, new_k_shape=shape_str(new_k.shape))
         )
 
 
@@ -248,8 +258,10 @@ def quiz_12_1_key(answer, device):
     mib = sum(x.nbytes for x in cache) / 2**20
     if abs(got - mib) > 0.5:
         raise CheckError(
-            f"answer_12_1 = {got:g} MiB is not the size of that cache: count a key and a value "
-            "per token in every layer, each of d numbers"
+            tr(
+                "answer_12_1 = {got:g} MiB is not the size of that cache: count a key and a "
+                "value per token in every layer, each of d numbers"
+            ).format(got=got)
         )
 
 
@@ -268,18 +280,26 @@ def quiz_12_2_key(answer, device):
     first = int(torch.nonzero(reach)[0])
     if got != first:
         raise CheckError(
-            f"answer_12_2 = {got:g} is not that position: follow what each layer's query at a "
-            "position can see, from the top layer down"
+            tr(
+                "answer_12_2 = {got:g} is not that position: follow what each layer's query at "
+                "a position can see, from the top layer down"
+            ).format(got=got)
         )
 
 
 WHY_NOT_12_3 = {
-    "a": "more heads split the same keys and values differently; each head's are still those of "
-    "an earlier position that no later token changes",
-    "b": "where the LayerNorm sits changes what a block computes, not which positions it reads: "
-    "position i still depends on tokens 0..i only",
-    "d": "the decoding rule only chooses the next token from the logits; the logits themselves "
-    "are the same with and without a cache",
+    "a": N_(
+        "more heads split the same keys and values differently; each head's are still those of "
+        "an earlier position that no later token changes"
+    ),
+    "b": N_(
+        "where the LayerNorm sits changes what a block computes, not which positions it reads: "
+        "position i still depends on tokens 0..i only"
+    ),
+    "d": N_(
+        "the decoding rule only chooses the next token from the logits; the logits themselves "
+        "are the same with and without a cache"
+    ),
 }
 
 
@@ -288,7 +308,7 @@ def quiz_12_3_key(answer, device):
     """Does answer_12_3 name the change that makes the cache inexact?"""
     choice = expect_choice(answer(), "abcd", "answer_12_3")
     if choice != "c":
-        raise CheckError(f"answer_12_3 = {choice!r}: {WHY_NOT_12_3[choice]}")
+        raise CheckError(f"answer_12_3 = {choice!r}: {tr(WHY_NOT_12_3[choice])}")
 
 
 # ----------------------------------------------------------------- property classes

@@ -18,6 +18,7 @@ from checks._core import (
     random_lengths,
     random_tensor,
 )
+from checks._i18n import tr
 from checks.masking import (
     masked_rows,
     masked_softmax_contract,
@@ -59,7 +60,9 @@ def sequence_mask_matches_a_loop(sequence_mask, device):
         X = random_tensor(*shape, seed=seed, device=device)
         lens = random_lengths(shape[0], high=shape[1] + 1, seed=seed, device=device)
         for value in (0, -1e6, 7.5):
-            what = f"sequence_mask on shape {tuple(shape)}, lengths {lens.tolist()}, value={value}"
+            what = tr("sequence_mask on shape {shape}, lengths {lens}, value={value}").format(
+                shape=tuple(shape), lens=lens.tolist(), value=value
+            )
             with calling(what, sequence_mask):
                 out = sequence_mask(X, lens, value=value)
             ref = loop_sequence_mask(X, lens, value)
@@ -69,7 +72,7 @@ def sequence_mask_matches_a_loop(sequence_mask, device):
     expect_close(
         out,
         loop_sequence_mask(X, torch.tensor([4, 0, 2]), 0),
-        "sequence_mask on an integer tensor",
+        tr("sequence_mask on an integer tensor"),
         labels=("row",),
     )
 
@@ -82,15 +85,21 @@ def sequence_mask_keeps_its_input(sequence_mask, device):
         before = X.clone()
         out = sequence_mask(X, torch.tensor([1, 4, 0], device=device), value=-1)
         expect_unchanged(before, X, f"X ({dtype})")
-        expect_tensor(out, f"output for {dtype}", shape=(3, 4), dtype=dtype, device=device)
+        expect_tensor(
+            out,
+            tr("output for {dtype}").format(dtype=dtype),
+            shape=(3, 4),
+            dtype=dtype,
+            device=device,
+        )
     leaf = random_tensor(2, 3, seed=6, device=device).requires_grad_()
     out = sequence_mask(leaf, torch.tensor([1, 2], device=device))
-    expect_attached(out, "sequence_mask(X) for an X that requires grad")
+    expect_attached(out, tr("sequence_mask(X) for an X that requires grad"))
     out.sum().backward()
     expect_close(
         leaf.grad,
         torch.tensor([[1.0, 0, 0], [1, 1, 0]], device=device),
-        "gradient of sum(sequence_mask(X))",
+        tr("gradient of sum(sequence_mask(X))"),
         labels=("row",),
     )
 
@@ -109,7 +118,9 @@ def masked_softmax_matches_a_loop(masked_softmax, device):
             expect_close(
                 out,
                 loop_masked_softmax(X, lens).float().to(device),
-                f"weights for X of shape {(b, m, n)} with {kind} valid_lens {lens.tolist()}",
+                tr("weights for X of shape {shape} with {kind} valid_lens {lens}").format(
+                    shape=(b, m, n), kind=kind, lens=lens.tolist()
+                ),
                 labels=("batch", "query"),
             )
 
@@ -124,11 +135,11 @@ def masked_softmax_edge_cases(masked_softmax, device):
         torch.tensor([9, 6, 5], device=device),
     ):
         out = masked_softmax(X, lens)
-        expect_finite(out, f"weights with valid_lens {lens.tolist()}")
+        expect_finite(out, tr("weights with valid_lens {lens}").format(lens=lens.tolist()))
         expect_close(
             out,
             loop_masked_softmax(X, lens).float().to(device),
-            f"weights with valid_lens {lens.tolist()}",
+            tr("weights with valid_lens {lens}").format(lens=lens.tolist()),
             labels=("batch", "query"),
         )
 
@@ -149,16 +160,16 @@ def masked_softmax_every_dtype(masked_softmax, device):
         out = masked_softmax(X, lens.to(dev))
         expect_tensor(
             out,
-            f"weights for {dtype} input",
+            tr("weights for {dtype} input").format(dtype=dtype),
             shape=(2, 3, 6),
             dtype=dtype,
             device=dev,
         )
-        expect_finite(out, f"weights for {dtype} input")
+        expect_finite(out, tr("weights for {dtype} input").format(dtype=dtype))
         expect_close(
             out,
             ref.to(device=dev, dtype=dtype),
-            f"weights for {dtype} input",
+            tr("weights for {dtype} input").format(dtype=dtype),
             atol=tol,
             rtol=tol,
             labels=("batch", "query"),
@@ -178,14 +189,16 @@ def masked_softmax_safety(masked_softmax, device):
     leaf = X.clone().requires_grad_()
     weights = masked_softmax(leaf, lens)
     expect_tensor(weights, "weights", shape=(2, 3, 4), device=device)
-    expect_attached(weights, "masked_softmax(X, valid_lens) for an X that requires grad")
+    expect_attached(weights, tr("masked_softmax(X, valid_lens) for an X that requires grad"))
     (weights * random_tensor(2, 3, 4, seed=42, device=device)).sum().backward()
     if leaf.grad is None:
-        raise CheckError("no gradient reached X: is the output detached from the input?")
-    expect_finite(leaf.grad, "gradient with respect to X")
+        raise CheckError(tr("no gradient reached X: is the output detached from the input?"))
+    expect_finite(leaf.grad, tr("gradient with respect to X"))
     masked = leaf.grad[:, :, 2:].abs().amax()
     if masked.item() != 0 or leaf.grad[0].abs().amax().item() != 0:
-        raise CheckError("masked scores must get zero gradient; they change nothing in the output")
+        raise CheckError(
+            tr("masked scores must get zero gradient; they change nothing in the output")
+        )
 
 
 @check("sequence_mask.safety", hidden=True)
@@ -225,12 +238,16 @@ def quiz_2_1_key(answer, device):
     }
     right = [k for k, rows in options.items() if torch.equal(rows, leaks)]
     if len(right) != 1:
-        raise CheckInternalError(f"expected exactly one option to match, got {right}")
+        raise CheckInternalError(
+            tr("expected exactly one option to match, got {right}").format(right=right)
+        )
     if choice != right[0]:
         raise CheckError(
-            f"answer_2_1 = {choice!r} does not describe the rows that leak: a softmax subtracts "
-            "its row's largest score first; compare exp(-1e6 - max) in a row with a valid key "
-            "and in a row without one"
+            tr(
+                "answer_2_1 = {choice!r} does not describe the rows that leak: a softmax "
+                "subtracts its row's largest score first; compare exp(-1e6 - max) in a row "
+                "with a valid key and in a row without one"
+            ).format(choice=choice)
         )
 
 
@@ -247,11 +264,17 @@ def quiz_2_2_key(answer, device):
     if abs(predicted - expected) < 0.01:
         return
     hint = {
-        3.0: "that is the textbook's count; yours gives the rows of valid length 0 zero weights",
-        5.0: "a 1-D valid_lens holds one length per sequence, shared by all 3 of its queries",
-        9.0: "that many weights are not zero",
-    }.get(predicted, "count, row by row, the keys at or past each row's valid length")
-    raise CheckError(f"answer_2_2 = {predicted:g} zeros is not the count: {hint}")
+        3.0: tr(
+            "that is the textbook's count; yours gives the rows of valid length 0 zero weights"
+        ),
+        5.0: tr("a 1-D valid_lens holds one length per sequence, shared by all 3 of its queries"),
+        9.0: tr("that many weights are not zero"),
+    }.get(predicted, tr("count, row by row, the keys at or past each row's valid length"))
+    raise CheckError(
+        tr("answer_2_2 = {predicted:g} zeros is not the count: {hint}").format(
+            predicted=predicted, hint=hint
+        )
+    )
 
 
 # ----------------------------------------------------------------- the property classes

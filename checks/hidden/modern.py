@@ -18,6 +18,7 @@ from checks._core import (
     random_lengths,
     random_tensor,
 )
+from checks._i18n import tr
 from checks.modern import (
     attend_mask,
     call_rope,
@@ -128,7 +129,9 @@ def rope_keeps_lengths(apply_rope, device):
     expect_close(
         pair_lengths(out),
         pair_lengths(X),
-        "the length of each pair (2i, 2i+1) after apply_rope(X, offset=41): a rotation keeps it",
+        tr(
+            "the length of each pair (2i, 2i+1) after apply_rope(X, offset=41): a rotation keeps it"
+        ),
         atol=1e-10,
         rtol=1e-10,
     )
@@ -187,7 +190,9 @@ def gqa_matches_pytorch(GroupedQueryAttention, device):
         per_query = random_lengths(B, m, low=0, high=n, seed=seed + 50, device=dev)
         for lens in (None, per_sequence, per_query):
             expected = sdpa_reference(module, q, k, v, lens)
-            name = f"the float64 output (d={d}, h={h}, g={g}, B={B}, m={m}, n={n})"
+            name = tr("the float64 output (d={d}, h={h}, g={g}, B={B}, m={m}, n={n})").format(
+                d=d, h=h, g=g, B=B, m=m, n=n
+            )
             expect_gqa(module, q, k, v, lens, expected, name, atol=1e-10, rtol=1e-9)
 
 
@@ -198,7 +203,7 @@ def gqa_float32_cases(GroupedQueryAttention, device):
     q, k, v = gqa_inputs(3, 4, 6, 16, 40, device)
     lens = torch.tensor([6, 1, 4], device=device)
     expected = sdpa_reference(module, q, k, v, lens)
-    expect_gqa(module, q, k, v, lens, expected, "the float32 output (d=16, h=4, g=2)")
+    expect_gqa(module, q, k, v, lens, expected, tr("the float32 output (d=16, h=4, g=2)"))
 
 
 @check("GroupedQueryAttention.contract", hidden=True)
@@ -230,11 +235,16 @@ def quiz_13_1_key(answer, device):
     per_key = torch.softmax(scores + slope * j, dim=0)
     distance = torch.softmax(scores - slope * (i - j), dim=0)
     if not torch.allclose(per_key, distance, atol=1e-12):
-        raise CheckError("the key of question 13.1 no longer holds")  # never: a softmax identity
+        raise CheckError(
+            tr("the key of question 13.1 no longer holds")
+        )  # never: a softmax identity
     if value != "a":
         raise CheckError(
-            f"answer_13_1 = {value!r} is not the right choice: write both biases for one row "
-            "i and subtract them; what does a softmax do with a constant added to every score?"
+            tr(
+                "answer_13_1 = {value!r} is not the right choice: write both biases for one "
+                "row i and subtract them; what does a softmax do with a constant added to "
+                "every score?"
+            ).format(value=value)
         )
 
 
@@ -247,8 +257,11 @@ def quiz_13_2_key(answer, device):
     expected = cache.nbytes  # a key and a value per layer and key-value head, 2 bytes a number
     if abs(value - expected) > 0.5:
         raise CheckError(
-            f"answer_13_2 = {value:g} is not the number of bytes: count a key and a value per "
-            "layer and per key-value head (not per query head), and the bytes of a 16-bit number"
+            tr(
+                "answer_13_2 = {value:g} is not the number of bytes: count a key and a value "
+                "per layer and per key-value head (not per query head), and the bytes of a "
+                "16-bit number"
+            ).format(value=value)
         )
 
 
@@ -264,8 +277,10 @@ def quiz_13_3_key(answer, device):
     expected = int(torch.nonzero(reach[20]).min())
     if value != expected:
         raise CheckError(
-            f"answer_13_3 = {value:g} is not the earliest position: how far back does one layer "
-            "see, and where does the layer below it already look?"
+            tr(
+                "answer_13_3 = {value:g} is not the earliest position: how far back does one "
+                "layer see, and where does the layer below it already look?"
+            ).format(value=value)
         )
 
 

@@ -17,6 +17,7 @@ from checks._core import (
     random_lengths,
     random_tensor,
 )
+from checks._i18n import tr
 from checks.multihead import (
     causal_contract,
     causal_lengths,
@@ -50,9 +51,17 @@ def matches_a_loop(causal_valid_lens, device):
             if not torch.equal(mask, expected):
                 b, t = (int(i) for i in torch.nonzero((mask != expected).any(-1))[0])
                 raise CheckError(
-                    f"for T={T}, valid_lens={ells}: query {t} of sequence {b} may see keys "
-                    f"{torch.nonzero(mask[b, t]).flatten().tolist()}, expected "
-                    f"{torch.nonzero(expected[b, t]).flatten().tolist()}"
+                    tr(
+                        "for T={T}, valid_lens={ells}: query {t} of sequence {b} may see keys "
+                        "{got}, expected {expected}"
+                    ).format(
+                        T=T,
+                        ells=ells,
+                        t=t,
+                        b=b,
+                        got=torch.nonzero(mask[b, t]).flatten().tolist(),
+                        expected=torch.nonzero(expected[b, t]).flatten().tolist(),
+                    )
                 )
 
 
@@ -61,11 +70,13 @@ def causal_with_padding(causal_valid_lens, device):
     """With padding, does changing x[t+1:] leave y[:t+1] unchanged, and are empty rows zero, not NaN?"""
     X = random_tensor(3, 6, 4, seed=5, device=device)
     valid_lens = torch.tensor([6, 3, 0], device=device)
-    expect_causal(causal_valid_lens, X, valid_lens, "with valid_lens [6, 3, 0]")
+    expect_causal(causal_valid_lens, X, valid_lens, tr("with valid_lens [6, 3, 0]"))
     lens = causal_lengths(causal_valid_lens, X, valid_lens)
     if bool((lens[2] != 0).any()):
         raise CheckError(
-            f"a sequence of valid length 0 must give lengths 0, got {lens[2].tolist()}"
+            tr("a sequence of valid length 0 must give lengths 0, got {got}").format(
+                got=lens[2].tolist()
+            )
         )
 
 
@@ -96,7 +107,7 @@ def split_matches_slicing(transpose_qkv, device):
     """Does transpose_qkv match slicing head by head for several shapes?"""
     for seed, (B, T, d, h) in enumerate(SHAPES):
         X = random_tensor(B, T, d, seed=seed, device=device)
-        what = f"transpose_qkv of {(B, T, d)} with {h} heads"
+        what = tr("transpose_qkv of {shape} with {h} heads").format(shape=(B, T, d), h=h)
         out = split(transpose_qkv, X, h)
         expect_close(out, heads_of(X, h), what, labels=("batch*head", "position"))
 
@@ -108,7 +119,10 @@ def merge_matches_concatenation(transpose_output, device):
         X = random_tensor(B, T, d, seed=seed, device=device)
         out = merge(transpose_output, heads_of(X, h), h)
         expect_close(
-            out, X, f"transpose_output of {h} heads of {(B, T, d)}", labels=("batch", "position")
+            out,
+            X,
+            tr("transpose_output of {h} heads of {shape}").format(h=h, shape=(B, T, d)),
+            labels=("batch", "position"),
         )
 
 
@@ -164,9 +178,14 @@ def matches_torch(MultiHeadAttention, device):
             random_lengths(B, m, low=1, high=n, seed=seed + 1, device=device),
         ]
         for lens in lens_cases:
-            what = (
-                f"d={d}, heads={h}, bias={bias}, keys {'≠' if v is not k else '='} values, "
-                f"valid_lens={None if lens is None else lens.tolist()}"
+            what = tr(
+                "d={d}, heads={h}, bias={bias}, keys {sign} values, valid_lens={lens}"
+            ).format(
+                d=d,
+                h=h,
+                bias=bias,
+                sign="≠" if v is not k else "=",
+                lens=None if lens is None else lens.tolist(),
             )
             out, weights = mha(module, q, k, v, lens)
             mask = None
@@ -181,7 +200,7 @@ def matches_torch(MultiHeadAttention, device):
                 module,
                 out,
                 expected,
-                f"the output against nn.MultiheadAttention ({what})",
+                tr("the output against nn.MultiheadAttention ({what})").format(what=what),
                 q,
                 k,
                 v,
@@ -190,7 +209,7 @@ def matches_torch(MultiHeadAttention, device):
             expect_close(
                 weights,
                 expected_w,
-                f"the weights against nn.MultiheadAttention ({what})",
+                tr("the weights against nn.MultiheadAttention ({what})").format(what=what),
                 labels=("batch", "head", "query"),
             )
 
@@ -226,7 +245,7 @@ def dropout_on_weights(MultiHeadAttention, device):
     expect_close(
         out,
         expected,
-        "the output in eval mode with dropout=1 (dropout must be off)",
+        tr("the output in eval mode with dropout=1 (dropout must be off)"),
         labels=("batch", "query"),
     )
     out, _ = mha(module.train(), q, q, q)
@@ -235,7 +254,7 @@ def dropout_on_weights(MultiHeadAttention, device):
     expect_close(
         out,
         bias,
-        "the output in train mode with dropout=1 (all weights dropped: W_o's bias)",
+        tr("the output in train mode with dropout=1 (all weights dropped: W_o's bias)"),
         labels=("batch", "query"),
     )
 
@@ -262,10 +281,12 @@ def quiz_causal_length(answer, device):
     allowed = sum(1 for j in range(T) if j <= t and j < length)  # causal and within the padding
     if value != allowed:
         raise CheckError(
-            f"answer_7_1 = {value:g}, but query {t} of a sequence of valid length {length} may look "
-            f"at the keys j with j ≤ {t} (causal) and j < {length} (not padding): "
-            "both limits cut the row, so the length is the smaller of t + 1 and the valid length; "
-            "a padded query still attends to the valid keys before it"
+            tr(
+                "answer_7_1 = {value:g}, but query {t} of a sequence of valid length {length} "
+                "may look at the keys j with j ≤ {t} (causal) and j < {length} (not padding): "
+                "both limits cut the row, so the length is the smaller of t + 1 and the valid "
+                "length; a padded query still attends to the valid keys before it"
+            ).format(value=value, t=t, length=length)
         )
 
 
@@ -275,10 +296,13 @@ def quiz_head_entry(answer, device):
     choice = expect_choice(answer(), "abcd", "answer_7_2")
     if choice != "a":
         raise CheckError(
-            f"answer_7_2 = {choice!r}: entry b·h + i holds head i of example b, so entry 4 with "
-            "h = 3 is example 4 // 3 = 1, head 4 % 3 = 1, features 4 to 7; the mask is applied "
-            "inside the attention of each entry, and every head of example 1 needs example 1's "
-            "valid length, which repeat_interleave (not repeat) puts at entry 4"
+            tr(
+                "answer_7_2 = {choice!r}: entry b·h + i holds head i of example b, so entry 4 "
+                "with h = 3 is example 4 // 3 = 1, head 4 % 3 = 1, features 4 to 7; the mask "
+                "is applied inside the attention of each entry, and every head of example 1 "
+                "needs example 1's valid length, which repeat_interleave (not repeat) puts at "
+                "entry 4"
+            ).format(choice=choice)
         )
 
 
@@ -293,9 +317,12 @@ def quiz_parameters(answer, device):
     )
     if value != expected:
         raise CheckError(
-            f"answer_7_3 = {value:g}, but MultiHeadAttention(64, 8) has four 64 × 64 projections, "
-            f"as nn.MultiheadAttention(64, 8, bias=False) counts: the same {one_head} as with one "
-            "head, since the 8 heads of size 8 are column blocks of one 64 × 64 matrix per role"
+            tr(
+                "answer_7_3 = {value:g}, but MultiHeadAttention(64, 8) has four 64 × 64 "
+                "projections, as nn.MultiheadAttention(64, 8, bias=False) counts: the same "
+                "{one_head} as with one head, since the 8 heads of size 8 are column blocks of "
+                "one 64 × 64 matrix per role"
+            ).format(value=value, one_head=one_head)
         )
 
 

@@ -16,6 +16,7 @@ from checks._core import (
     expect_tensor,
     softmax_list,
 )
+from checks._i18n import tr
 from checks.pooling import _call, pooling_contract
 
 
@@ -43,10 +44,14 @@ def random_inputs_match_a_loop(nadaraya_watson, device):
         expect_close(
             weights,
             ref_w.to(device),
-            f"weights (m={m}, n={n}, σ={sigma})",
+            tr("weights (m={m}, n={n}, σ={sigma})").format(m=m, n=n, sigma=sigma),
             labels=("query",),
         )
-        expect_close(preds, ref_p.to(device), f"predictions (m={m}, n={n}, σ={sigma})")
+        expect_close(
+            preds,
+            ref_p.to(device),
+            tr("predictions (m={m}, n={n}, σ={sigma})").format(m=m, n=n, sigma=sigma),
+        )
 
 
 @check("nadaraya_watson.limits", hidden=True)
@@ -56,18 +61,22 @@ def limits_and_stability(nadaraya_watson, device):
     values = torch.tensor([3.0, -1.0, 2.0, 5.0], device=device)
     queries = torch.tensor([0.1, 2.4, 3.9], device=device)
     preds, _ = _call(nadaraya_watson, queries, keys, values, bandwidth=0.01)
-    expect_close(preds, torch.tensor([3.0, 2.0, 5.0], device=device), "predictions with σ = 0.01")
+    expect_close(
+        preds, torch.tensor([3.0, 2.0, 5.0], device=device), tr("predictions with σ = 0.01")
+    )
     preds, _ = _call(nadaraya_watson, queries, keys, values, bandwidth=1e4)
-    expect_close(preds, values.mean().expand(3), "predictions with σ = 10⁴", atol=1e-4)
+    expect_close(preds, values.mean().expand(3), tr("predictions with σ = 10⁴"), atol=1e-4)
     far = torch.tensor([-100.0, 1000.0], device=device)
     preds, weights = _call(nadaraya_watson, far, keys, values)
-    expect_finite(weights, "weights for queries far from every key")
-    expect_close(preds, torch.tensor([3.0, 5.0], device=device), "predictions far from every key")
+    expect_finite(weights, tr("weights for queries far from every key"))
+    expect_close(
+        preds, torch.tensor([3.0, 5.0], device=device), tr("predictions far from every key")
+    )
     dev64 = float64_device(device)
     q64, k64, v64 = (t.to(dev64, torch.float64) for t in (queries, keys, values))
     preds, weights = _call(nadaraya_watson, q64, k64, v64)
-    expect_tensor(preds, "predictions for float64 input", dtype=torch.float64, device=dev64)
-    expect_tensor(weights, "weights for float64 input", dtype=torch.float64, device=dev64)
+    expect_tensor(preds, tr("predictions for float64 input"), dtype=torch.float64, device=dev64)
+    expect_tensor(weights, tr("weights for float64 input"), dtype=torch.float64, device=dev64)
 
 
 @check("nadaraya_watson.values", hidden=True)
@@ -101,12 +110,16 @@ def quiz_1_1_key(answer, device):
     }
     keeps = [k for k, w in options.items() if torch.allclose(w, weights, rtol=0, atol=1e-12)]
     if len(keeps) != 1:
-        raise CheckInternalError(f"expected exactly one option to keep the weights, got {keeps}")
+        raise CheckInternalError(
+            tr("expected exactly one option to keep the weights, got {keeps}").format(keeps=keeps)
+        )
     if choice != keeps[0]:
         raise CheckError(
-            f"answer_1_1 = {choice!r}: that change alters the attention weights, so the "
-            "predictions change; softmax(s) is invariant only to what cancels between the "
-            "numerator exp(s_i) and the denominator Σ exp(s_j)"
+            tr(
+                "answer_1_1 = {choice!r}: that change alters the attention weights, so the "
+                "predictions change; softmax(s) is invariant only to what cancels between the "
+                "numerator exp(s_i) and the denominator Σ exp(s_j)"
+            ).format(choice=choice)
         )
 
 
@@ -121,11 +134,17 @@ def quiz_1_2_key(answer, device):
     if abs(predicted - expected) <= 0.05:
         return
     hint = {
-        0.0: "the weights are not all zero: a softmax's weights always sum to one",
-        20.0: "the weights are not uniform: a softmax sees only the differences between scores, "
-        "and those are huge here",
-    }.get(predicted, "work out which key's score is largest, and by how much")
-    raise CheckError(f"answer_1_2 = {predicted:g} is not the prediction for q = 100: {hint}")
+        0.0: tr("the weights are not all zero: a softmax's weights always sum to one"),
+        20.0: tr(
+            "the weights are not uniform: a softmax sees only the differences between scores, "
+            "and those are huge here"
+        ),
+    }.get(predicted, tr("work out which key's score is largest, and by how much"))
+    raise CheckError(
+        tr("answer_1_2 = {predicted:g} is not the prediction for q = 100: {hint}").format(
+            predicted=predicted, hint=hint
+        )
+    )
 
 
 # ----------------------------------------------------------------- the property classes

@@ -18,6 +18,7 @@ from checks._core import (
     random_tensor,
     shape_str,
 )
+from checks._i18n import tr
 from checks.hidden.masking import per_query_lengths
 from checks.masking import masked_rows
 from checks.scoring import (
@@ -60,7 +61,9 @@ def compare_with_loop(module, score, dq, dk, device, dv=3):
         for lens in lengths_for(b, m, n, seed, device):
             out, weights = attend(module, q, k, v, lens)
             ref_w, ref_out = loop_attention(score, q, k, v, lens)
-            what = f"for B={b}, m={m}, n={n}, valid_lens={None if lens is None else lens.tolist()}"
+            what = tr("for B={b}, m={m}, n={n}, valid_lens={lens}").format(
+                b=b, m=m, n=n, lens=None if lens is None else lens.tolist()
+            )
             expect_close(
                 weights,
                 ref_w.float().to(device),
@@ -68,7 +71,10 @@ def compare_with_loop(module, score, dq, dk, device, dv=3):
                 labels=("batch", "query"),
             )
             expect_close(
-                out, ref_out.float().to(device), f"the output {what}", labels=("batch", "query")
+                out,
+                ref_out.float().to(device),
+                tr("the output {what}").format(what=what),
+                labels=("batch", "query"),
             )
 
 
@@ -80,7 +86,7 @@ def check_dropout(module_with_p1, q, k, v, lens):
     expect_close(
         eval_out,
         expected,
-        "the output in eval mode with dropout=1 (dropout must be off)",
+        tr("the output in eval mode with dropout=1 (dropout must be off)"),
         labels=("batch", "query"),
     )
     train_out, train_w = attend(module.train(), q, k, v, lens)
@@ -88,13 +94,13 @@ def check_dropout(module_with_p1, q, k, v, lens):
     expect_close(
         train_out,
         torch.zeros_like(train_out),
-        "the output in train mode with dropout=1 (every weight dropped)",
+        tr("the output in train mode with dropout=1 (every weight dropped)"),
         labels=("batch", "query"),
     )
     expect_close(
         train_w,
         eval_w,
-        "attention_weights in train mode (stored before dropout)",
+        tr("attention_weights in train mode (stored before dropout)"),
         labels=("batch", "query"),
     )
 
@@ -121,7 +127,7 @@ def sum_scores_matches_a_loop(sum_scores, device):
         expect_close(
             sum_scores(q, k, w),
             ref,
-            f"sum_scores for B={b}, m={m}, n={n}",
+            tr("sum_scores for B={b}, m={m}, n={n}").format(b=b, m=m, n=n),
             labels=("batch", "query"),
         )
 
@@ -131,7 +137,10 @@ def finding(answer, device):
     """Did you find that every query gets the same weights?"""
     if answer() is not True:
         raise CheckError(
-            "with score wᵀq + wᵀk, the query term is the same for every key of a row, so it cancels in the softmax"
+            tr(
+                "with score wᵀq + wᵀk, the query term is the same for every key of a row, so "
+                "it cancels in the softmax"
+            )
         )
 
 
@@ -153,7 +162,7 @@ def distance_matches_a_loop(distance_scores, device):
         expect_close(
             distance_scores(q, k),
             ref,
-            f"distance_scores for B={b}, m={m}, n={n}",
+            tr("distance_scores for B={b}, m={m}, n={n}").format(b=b, m=m, n=n),
             labels=("batch", "query"),
             atol=1e-4,
         )
@@ -245,9 +254,11 @@ def distance_without_differences(distance_scores, device):
     numel, shape = watch.largest
     if numel >= B * m * n * d:
         raise CheckError(
-            f"distance_scores made a tensor of shape {shape_str(shape)} ({numel} numbers) for "
-            f"B={B}, m={m}, n={n}, d={d}: the (B, m, n, d) tensor of differences that the "
-            "exercise rules out. Use ‖q‖² - 2 qᵀk + ‖k‖² (matrix products only)."
+            tr(
+                "distance_scores made a tensor of shape {shape} ({numel} numbers) for B={B}, "
+                "m={m}, n={n}, d={d}: the (B, m, n, d) tensor of differences that the exercise "
+                "rules out. Use ‖q‖² - 2 qᵀk + ‖k‖² (matrix products only)."
+            ).format(shape=shape_str(shape), numel=numel, B=B, m=m, n=n, d=d)
         )
 
 

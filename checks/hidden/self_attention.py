@@ -24,6 +24,7 @@ from checks._core import (
     random_lengths,
     random_tensor,
 )
+from checks._i18n import tr
 from checks.hidden.masking import per_query_lengths
 from checks.masking import masked_rows
 from checks.self_attention import (
@@ -91,9 +92,8 @@ def relative_attention_matches_a_loop(RelativeSelfAttention, device):
         ):
             out, weights = self_attend(module, X, lens)
             ref_w, ref_out = loop_relative_attention(module, X, lens)
-            what = (
-                f"for B={B}, N={N}, max_distance={K}, bias={bias}, "
-                f"valid_lens={None if lens is None else lens.tolist()}"
+            what = tr("for B={B}, N={N}, max_distance={K}, bias={bias}, valid_lens={lens}").format(
+                B=B, N=N, K=K, bias=bias, lens=None if lens is None else lens.tolist()
             )
             expect_close(
                 weights,
@@ -102,7 +102,10 @@ def relative_attention_matches_a_loop(RelativeSelfAttention, device):
                 labels=("batch", "query"),
             )
             expect_close(
-                out, ref_out.float().to(device), f"the output {what}", labels=("batch", "query")
+                out,
+                ref_out.float().to(device),
+                tr("the output {what}").format(what=what),
+                labels=("batch", "query"),
             )
 
 
@@ -127,8 +130,10 @@ def relative_attention_matches_sdpa(RelativeSelfAttention, device):
     expect_close(
         out,
         expected,
-        f"the output against scaled_dot_product_attention (B={B}, N={N}, max_distance={K}, "
-        f"valid_lens {lens.tolist()})",
+        tr(
+            "the output against scaled_dot_product_attention (B={B}, N={N}, max_distance={K}, "
+            "valid_lens {lens})"
+        ).format(B=B, N=N, K=K, lens=lens.tolist()),
         labels=("batch", "query"),
     )
 
@@ -164,8 +169,10 @@ def a_large_bias_copies_the_previous_item(RelativeSelfAttention, device):
     expect_close(
         out[:, 1:],
         values[:, :-1],
-        "the output of items 1 to 5 with a bias of 30 on offset -1 (each should copy the value "
-        "of the item before it)",
+        tr(
+            "the output of items 1 to 5 with a bias of 30 on offset -1 (each should copy the "
+            "value of the item before it)"
+        ),
         atol=1e-4,
         labels=("batch", "item - 1"),
     )
@@ -182,14 +189,16 @@ def far_offsets_share_one_bias(RelativeSelfAttention, device):
     _, weights = self_attend(module, X)
     w = weights.detach()[0]
     for i in range(N):
-        for side, js in (("before", range(0, i - 1)), ("after", range(i + 2, N))):
+        for side, js in ((tr("before"), range(0, i - 1)), (tr("after"), range(i + 2, N))):
             js = list(js)
             if len(js) > 1:
                 expect_close(
                     w[i, js],
                     w[i, js[:1]].expand(len(js)),
-                    f"the weights of query {i} on keys {js} (all more than 1 position {side} it, "
-                    "so one bias)",
+                    tr(
+                        "the weights of query {i} on keys {js} (all more than 1 position "
+                        "{side} it, so one bias)"
+                    ).format(i=i, js=js, side=side),
                 )
 
 
@@ -201,19 +210,22 @@ def gradients_only_to_offsets_that_occur(RelativeSelfAttention, device):
     X = random_tensor(2, N, 5, seed=14, device=device)
     out, _ = self_attend(module, X)
     if not out.requires_grad:
-        raise CheckError("the output does not require grad: is relative_bias detached?")
+        raise CheckError(tr("the output does not require grad: is relative_bias detached?"))
     direction = random_tensor(*out.shape, seed=15, device=device)
     module.relative_bias.grad = None
     (out * direction).sum().backward()
     grad = module.relative_bias.grad
     if grad is None:
-        raise CheckError("no gradient reached relative_bias (N=3, max_distance=4)")
+        raise CheckError(tr("no gradient reached relative_bias (N=3, max_distance=4)"))
     got = [k for k, g in enumerate(grad.abs().cpu().tolist()) if g > 0]
     expected = [K + d for d in range(-(N - 1), N)]
     if got != expected:
         raise CheckError(
-            f"for N={N} and max_distance={K} the offsets -2 to 2 occur, so entries {expected} of "
-            f"relative_bias should get a gradient and no others; entries {got} got one"
+            tr(
+                "for N={N} and max_distance={K} the offsets -2 to 2 occur, so entries "
+                "{expected} of relative_bias should get a gradient and no others; entries "
+                "{got} got one"
+            ).format(N=N, K=K, expected=expected, got=got)
         )
 
 
@@ -228,7 +240,7 @@ def relative_attention_dropout(RelativeSelfAttention, device):
     expect_close(
         eval_out,
         torch.bmm(eval_w, values),
-        "the output in eval mode with dropout=1 (dropout must be off)",
+        tr("the output in eval mode with dropout=1 (dropout must be off)"),
         labels=("batch", "query"),
     )
     train_out, _ = self_attend(module.train(), X, lens)
@@ -236,7 +248,7 @@ def relative_attention_dropout(RelativeSelfAttention, device):
     expect_close(
         train_out,
         torch.zeros_like(train_out),
-        "the output in train mode with dropout=1 (every weight dropped)",
+        tr("the output in train mode with dropout=1 (every weight dropped)"),
         labels=("batch", "query"),
     )
 
@@ -292,14 +304,18 @@ def has_the_properties(positional_encoding, device):
     expect_tensor(P, "positional_encoding(120, 16)", shape=(max_len, d), dtype=torch.float32)
     P = P.detach().double().cpu()
     if bool((P.abs() > 1 + 1e-6).any()):
-        raise CheckError(f"every entry of P must lie in [-1, 1], found {P.abs().max().item():.4g}")
+        raise CheckError(
+            tr("every entry of P must lie in [-1, 1], found {largest:.4g}").format(
+                largest=P.abs().max().item()
+            )
+        )
     expect_close(
         P[0], torch.tensor([0.0, 1.0] * (d // 2), dtype=torch.float64), "P[0] (sin 0, cos 0, …)"
     )
     expect_close(
         P[:, 0::2] ** 2 + P[:, 1::2] ** 2,
         torch.ones(max_len, d // 2, dtype=torch.float64),
-        "sin² + cos² of each pair of columns",
+        tr("sin² + cos² of each pair of columns"),
         atol=1e-5,
         labels=("position",),
     )
@@ -310,7 +326,7 @@ def has_the_properties(positional_encoding, device):
     expect_close(
         P[delta:],
         rotated,
-        f"P[i + {delta}] against P[i] rotated by {delta}ω_j",
+        tr("P[i + {delta}] against P[i] rotated by {delta}ω_j").format(delta=delta),
         atol=1e-4,
         labels=("i",),
     )
@@ -325,8 +341,10 @@ def quiz_6_1_key(answer, device):
     value = expect_choice(answer(), "abcd", "answer_6_1")
     if value != "b":
         raise CheckError(
-            f"answer_6_1 = {value!r} is not the right choice: swap items 0 and 1 of X in the "
-            "shuffle cell and compare the two outputs row by row"
+            tr(
+                "answer_6_1 = {value!r} is not the right choice: swap items 0 and 1 of X in "
+                "the shuffle cell and compare the two outputs row by row"
+            ).format(value=value)
         )
 
 
@@ -340,9 +358,11 @@ def quiz_6_2_key(answer, device):
     expected += 2 * K + 1  # one bias per clipped offset, -K to K
     if abs(value - expected) > 0.5:
         raise CheckError(
-            f"answer_6_2 = {value:g} is not the number of trainable parameters: count each "
-            "projection's weights, then the biases of the offsets (does their number depend on "
-            "the length of the sequence?)"
+            tr(
+                "answer_6_2 = {value:g} is not the number of trainable parameters: count each "
+                "projection's weights, then the biases of the offsets (does their number "
+                "depend on the length of the sequence?)"
+            ).format(value=value)
         )
 
 
@@ -352,8 +372,10 @@ def quiz_6_3_key(answer, device):
     value = expect_choice(answer(), "abcd", "answer_6_3")
     if value != "c":
         raise CheckError(
-            f"answer_6_3 = {value!r} is not the right choice: which of these layers is a "
-            "composition of permutation-equivariant pieces, and which sees offsets?"
+            tr(
+                "answer_6_3 = {value!r} is not the right choice: which of these layers is a "
+                "composition of permutation-equivariant pieces, and which sees offsets?"
+            ).format(value=value)
         )
 
 

@@ -19,6 +19,7 @@ from checks._core import (
     expect_number,
     random_tensor,
 )
+from checks._i18n import tr
 from checks.transformer import block_contract, call, layer_norm, make_block, sublayer_dropout
 
 
@@ -74,13 +75,14 @@ def matches_torch(TransformerBlock, device):
         X = random_tensor(3, 6, 12, seed=seed, device=device)
         for lens in (None, torch.tensor([6, 4, 1], device=device)):
             what = (
-                f"{'pre' if norm_first else 'post'}-norm, bias={bias}, "
-                f"valid_lens={None if lens is None else lens.tolist()}"
-            )
+                tr("pre-norm, bias={bias}, valid_lens={lens}")
+                if norm_first
+                else tr("post-norm, bias={bias}, valid_lens={lens}")
+            ).format(bias=bias, lens=None if lens is None else lens.tolist())
             expect_close(
                 call(block, X, lens),
                 torch_output(layer, X, lens),
-                f"the output against nn.TransformerEncoderLayer ({what})",
+                tr("the output against nn.TransformerEncoderLayer ({what})").format(what=what),
                 labels=("batch", "position"),
             )
 
@@ -92,12 +94,14 @@ def dropout_on_the_sublayers(TransformerBlock, device):
     lens = torch.tensor([5, 3], device=device)
     for norm_first in (False, True):
         block = make_block(TransformerBlock, norm_first, seed=7, device=device, dropout=1.0)
-        name = "pre-norm" if norm_first else "post-norm"
+        name = tr("pre-norm") if norm_first else tr("post-norm")
         layer = to_torch(block, 2, device)
         expect_close(
             call(block.eval(), X, lens),
             torch_output(layer, X, lens),
-            f"the {name} output in eval mode with dropout=1 (dropout must be off)",
+            tr("the {name} output in eval mode with dropout=1 (dropout must be off)").format(
+                name=name
+            ),
             labels=("batch", "position"),
         )
         train_out = call(block.train(), X, lens)
@@ -106,8 +110,10 @@ def dropout_on_the_sublayers(TransformerBlock, device):
         expect_close(
             train_out,
             expected,
-            f"the {name} output in train mode with dropout=1 (each sublayer's output dropped, "
-            f"expected {'X' if norm_first else 'LN₂(LN₁(X))'})",
+            tr(
+                "the {name} output in train mode with dropout=1 (each sublayer's output "
+                "dropped, expected {expected})"
+            ).format(name=name, expected="X" if norm_first else "LN₂(LN₁(X))"),
             labels=("batch", "position"),
         )
 
@@ -123,20 +129,24 @@ def padding_and_permutations(TransformerBlock, device):
     perm = torch.randperm(7, generator=torch.Generator().manual_seed(8)).to(device)
     for norm_first in (False, True):
         block = make_block(TransformerBlock, norm_first, seed=8, device=device)
-        name = "pre-norm" if norm_first else "post-norm"
+        name = tr("pre-norm") if norm_first else tr("post-norm")
         out = call(block, X, lens).detach()
         changed = call(block, X_changed, lens).detach()
         expect_close(
             torch.where(valid[..., None], changed, 0.0),
             torch.where(valid[..., None], out, 0.0),
-            f"{name} outputs at valid positions after changing the padded inputs",
+            tr("{name} outputs at valid positions after changing the padded inputs").format(
+                name=name
+            ),
             labels=("batch", "position"),
         )
         out = call(block, X).detach()
         expect_close(
             call(block, X[:, perm]),
             out[:, perm],
-            f"{name}: f(X permuted) against f(X) permuted (no padding, no positions)",
+            tr("{name}: f(X permuted) against f(X) permuted (no padding, no positions)").format(
+                name=name
+            ),
             labels=("batch", "position"),
         )
 
@@ -171,9 +181,12 @@ def quiz_layer_norm(answer, device):
     choice = expect_choice(answer(), "abcd", "answer_8_1")
     if choice != "b":
         raise CheckError(
-            f"answer_8_1 = {choice!r}: nn.LayerNorm(8) normalises over the last axis only, the 8 "
-            "features of one position; it uses no statistics across the batch or the sequence "
-            "(that is batch normalisation), so other sequences and padding cannot change a position"
+            tr(
+                "answer_8_1 = {choice!r}: nn.LayerNorm(8) normalises over the last axis only, "
+                "the 8 features of one position; it uses no statistics across the batch or the "
+                "sequence (that is batch normalisation), so other sequences and padding cannot "
+                "change a position"
+            ).format(choice=choice)
         )
 
 
@@ -185,9 +198,11 @@ def quiz_stream_growth(answer, device):
     expected = math.sqrt(1 + 2 * num_layers)  # variances of independent terms add
     if not abs(value - expected) <= 0.02 * expected:
         raise CheckError(
-            f"answer_8_2 = {value:g}: the stream after {num_layers} blocks is X_0 plus "
-            f"{2 * num_layers} independent terms of variance 1, so its variance is the sum of "
-            "theirs and its standard deviation the square root of that sum"
+            tr(
+                "answer_8_2 = {value:g}: the stream after {num_layers} blocks is X_0 plus "
+                "{terms} independent terms of variance 1, so its variance is the sum of "
+                "theirs and its standard deviation the square root of that sum"
+            ).format(value=value, num_layers=num_layers, terms=2 * num_layers)
         )
 
 
@@ -196,12 +211,18 @@ def quiz_pre_post(answer, device):
     """Is answer_8_3 the right option?"""
     choice = expect_choice(answer(), "abcd", "answer_8_3")
     why_not = {
-        "a": "both forms have the same two LayerNorms and the same sublayers; pre-norm only moves "
-        "the LayerNorms in front of the sublayers",
-        "b": "a pre-norm block returns X + f(LN(X)): only each sublayer's input is normalised, "
-        "never the residual stream, so its output is a plain sum",
-        "d": "post-norm is the form that is hard to train at depth; the next section trains both "
-        "forms side by side and pre-norm gets there first",
+        "a": tr(
+            "both forms have the same two LayerNorms and the same sublayers; pre-norm only "
+            "moves the LayerNorms in front of the sublayers"
+        ),
+        "b": tr(
+            "a pre-norm block returns X + f(LN(X)): only each sublayer's input is normalised, "
+            "never the residual stream, so its output is a plain sum"
+        ),
+        "d": tr(
+            "post-norm is the form that is hard to train at depth; the next section trains "
+            "both forms side by side and pre-norm gets there first"
+        ),
     }
     if choice != "c":
         raise CheckError(f"answer_8_3 = {choice!r}: {why_not[choice]}")

@@ -22,6 +22,7 @@ from checks._core import (
     random_tensor,
     shape_str,
 )
+from checks._i18n import tr
 from checks.vision import (
     attend_grid,
     call_patchify,
@@ -62,7 +63,9 @@ def patches_match_unfold(patchify, device):
         expect_close(
             out,
             expected,
-            f"patchify(images {shape_str(shape)}, {p}) against F.unfold",
+            tr("patchify(images {shape}, {p}) against F.unfold").format(
+                shape=shape_str(shape), p=p
+            ),
             labels=("image", "patch"),
         )
 
@@ -104,7 +107,9 @@ def half_precision_kept(patchify, device):
     """Are float16 and bfloat16 images cut into patches of the same dtype, exactly?"""
     for dtype in (torch.float16, torch.bfloat16):
         images = random_tensor(2, 3, 8, 12, seed=23, device=device, dtype=dtype)
-        expect_patches(patchify, images, 4, f"{dtype} images", atol=0, rtol=0)
+        expect_patches(
+            patchify, images, 4, tr("{dtype} images").format(dtype=dtype), atol=0, rtol=0
+        )
 
 
 @check("patchify.safety", hidden=True)
@@ -159,7 +164,9 @@ def grid_attention_matches_a_loop(RelativeSelfAttention2d, device):
         X = random_tensor(B, grid[0] * grid[1], 5, seed=seed, device=device)
         ref_w, ref_out = loop_grid_attention(module, X)
         out, weights = attend_grid(module, X)
-        what = f"on a {grid[0]} × {grid[1]} grid (B={B}, bias={bias})"
+        what = tr("on a {rows} × {columns} grid (B={B}, bias={bias})").format(
+            rows=grid[0], columns=grid[1], B=B, bias=bias
+        )
         expect_close(
             weights,
             ref_w.float().to(device),
@@ -167,7 +174,10 @@ def grid_attention_matches_a_loop(RelativeSelfAttention2d, device):
             labels=("batch", "query"),
         )
         expect_close(
-            out, ref_out.float().to(device), f"the output {what}", labels=("batch", "query")
+            out,
+            ref_out.float().to(device),
+            tr("the output {what}").format(what=what),
+            labels=("batch", "query"),
         )
 
 
@@ -189,7 +199,7 @@ def grid_attention_matches_sdpa(RelativeSelfAttention2d, device):
     expect_close(
         out,
         expected,
-        "the output against scaled_dot_product_attention (a 3 × 4 grid)",
+        tr("the output against scaled_dot_product_attention (a 3 × 4 grid)"),
         labels=("batch", "query"),
     )
 
@@ -227,8 +237,10 @@ def a_large_bias_copies_the_left_neighbour(RelativeSelfAttention2d, device):
     expect_close(
         out[:, inside],
         values[:, [i - 1 for i in inside]],
-        "the output of the patches outside the first column of a 3 × 4 grid, with a bias of "
-        "30 on the offset (0, -1) (each should copy the value of the patch to its left)",
+        tr(
+            "the output of the patches outside the first column of a 3 × 4 grid, with a bias "
+            "of 30 on the offset (0, -1) (each should copy the value of the patch to its left)"
+        ),
         atol=1e-4,
         labels=("batch", "patch"),
     )
@@ -249,8 +261,10 @@ def no_neighbour_across_the_row_end(RelativeSelfAttention2d, device):
     expect_close(
         weights[0, first],
         torch.full((h, h * w), 1 / (h * w), device=device),
-        "the weights of the patches 0, 4 and 8 (first column of a 3 × 4 grid: no patch to "
-        "their left, so no bias applies and every weight is 1/12)",
+        tr(
+            "the weights of the patches 0, 4 and 8 (first column of a 3 × 4 grid: no patch to "
+            "their left, so no bias applies and every weight is 1/12)"
+        ),
         labels=("patch",),
     )
 
@@ -282,17 +296,19 @@ def gradient_of_each_offset(RelativeSelfAttention2d, device):
                 expected[a, c] += w[j] * (g[j] - mean)  # dL/de_ij, summed per offset
     out, _ = attend_grid(module, X)
     if not out.requires_grad:
-        raise CheckError("the output does not require grad: is relative_bias detached?")
+        raise CheckError(tr("the output does not require grad: is relative_bias detached?"))
     module.relative_bias.grad = None
     (out * R).sum().backward()
     grad = module.relative_bias.grad
     if grad is None:
-        raise CheckError("no gradient reached relative_bias (a 2 × 3 grid)")
+        raise CheckError(tr("no gradient reached relative_bias (a 2 × 3 grid)"))
     expect_close(
         grad,
         expected.to(dev64),
-        "the gradient of relative_bias on a 2 × 3 grid with W_q = 0 (entry [1 + δr, 2 + δc] "
-        "should collect the gradients of the scores of every pair at offset (δr, δc))",
+        tr(
+            "the gradient of relative_bias on a 2 × 3 grid with W_q = 0 (entry [1 + δr, 2 + "
+            "δc] should collect the gradients of the scores of every pair at offset (δr, δc))"
+        ),
         atol=1e-8,
         rtol=1e-6,
         labels=("row offset + 1",),
@@ -309,7 +325,7 @@ def grid_attention_dropout(RelativeSelfAttention2d, device):
     expect_close(
         eval_out,
         torch.bmm(eval_w, values),
-        "the output in eval mode with dropout=1 (dropout must be off)",
+        tr("the output in eval mode with dropout=1 (dropout must be off)"),
         labels=("batch", "query"),
     )
     train_out, _ = attend_grid(module.train(), X)
@@ -317,7 +333,7 @@ def grid_attention_dropout(RelativeSelfAttention2d, device):
     expect_close(
         train_out,
         torch.zeros_like(train_out),
-        "the output in train mode with dropout=1 (every weight dropped)",
+        tr("the output in train mode with dropout=1 (every weight dropped)"),
         labels=("batch", "query"),
     )
 
@@ -346,8 +362,10 @@ def quiz_11_1_key(answer, device):
     value = expect_choice(answer(), "abcd", "answer_11_1")
     if value != "a":
         raise CheckError(
-            f"answer_11_1 = {value!r} is not the right choice: how many patches does one row "
-            "of the grid hold, and in which order are the patches numbered?"
+            tr(
+                "answer_11_1 = {value!r} is not the right choice: how many patches does one "
+                "row of the grid hold, and in which order are the patches numbered?"
+            ).format(value=value)
         )
 
 
@@ -363,8 +381,10 @@ def quiz_11_2_key(answer, device):
     ]
     if abs(value - min(cheaper)) > 1e-9:
         raise CheckError(
-            f"answer_11_2 = {value:g} is not the right patch size: for which N is 12 N d² larger "
-            "than 2 N² d, and which N does each divisor of 224 give?"
+            tr(
+                "answer_11_2 = {value:g} is not the right patch size: for which N is 12 N d² "
+                "larger than 2 N² d, and which N does each divisor of 224 give?"
+            ).format(value=value)
         )
 
 
@@ -374,8 +394,10 @@ def quiz_11_3_key(answer, device):
     value = expect_choice(answer(), "abcd", "answer_11_3")
     if value != "b":
         raise CheckError(
-            f"answer_11_3 = {value!r} is not the right choice: which tables have a row, or an "
-            "entry, for every patch and every offset of a 14 × 14 grid?"
+            tr(
+                "answer_11_3 = {value!r} is not the right choice: which tables have a row, or "
+                "an entry, for every patch and every offset of a 14 × 14 grid?"
+            ).format(value=value)
         )
 
 
