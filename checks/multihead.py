@@ -30,7 +30,7 @@ from checks._core import (
     shape_str,
 )
 from checks._i18n import tr
-from checks.scoring import build, describe_lengths
+from checks.scoring import build, describe_forward, describe_lengths
 
 
 def reference_attention(X, lens):
@@ -359,15 +359,7 @@ def stored_weights(module):
 def mha(module, queries, keys, values, valid_lens=None):
     """Call the module; check the (B, m, d) output and (B, h, m, n) weights; inputs unchanged."""
     B, m, n, d = queries.shape[0], queries.shape[1], keys.shape[1], queries.shape[2]
-    what = tr(
-        "the forward on queries {queries_shape}, keys {keys_shape}, values {values_shape}, "
-        "valid_lens {lens}"
-    ).format(
-        queries_shape=shape_str(queries.shape),
-        keys_shape=shape_str(keys.shape),
-        values_shape=shape_str(values.shape),
-        lens=describe_lengths(valid_lens),
-    )
+    what = describe_forward(queries, keys, values, valid_lens)
     names = ("queries", "keys", "values", "valid_lens")
     out = invoke(
         module, queries, keys, values, valid_lens, what=what, names=names, under=type(module)

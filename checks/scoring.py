@@ -43,14 +43,9 @@ def describe_lengths(valid_lens) -> str:
     return tr("of shape {valid_lens_shape}").format(valid_lens_shape=shape_str(valid_lens.shape))
 
 
-def attend(module, queries, keys, values, valid_lens=None):
-    """Call the module; check it returns (B, m, v) and keeps (B, m, n) weights.
-
-    If the forward raises, the message names the shapes it was called with; if it
-    stored attention_weights of the wrong shape before it raised, it says that first.
-    """
-    B, m, n, v = queries.shape[0], queries.shape[1], keys.shape[1], values.shape[-1]
-    what = tr(
+def describe_forward(queries, keys, values, valid_lens) -> str:
+    """How a check names the call of an attention module's forward, in the checks' language."""
+    return tr(
         "the forward on queries {queries_shape}, keys {keys_shape}, values {values_shape}, "
         "valid_lens {lens}"
     ).format(
@@ -59,6 +54,16 @@ def attend(module, queries, keys, values, valid_lens=None):
         values_shape=shape_str(values.shape),
         lens=describe_lengths(valid_lens),
     )
+
+
+def attend(module, queries, keys, values, valid_lens=None):
+    """Call the module; check it returns (B, m, v) and keeps (B, m, n) weights.
+
+    If the forward raises, the message names the shapes it was called with; if it
+    stored attention_weights of the wrong shape before it raised, it says that first.
+    """
+    B, m, n, v = queries.shape[0], queries.shape[1], keys.shape[1], values.shape[-1]
+    what = describe_forward(queries, keys, values, valid_lens)
     before = getattr(module, "attention_weights", None)
     try:
         out = invoke(

@@ -484,16 +484,21 @@ def test_solution_toggle_opens_and_closes(visit):
     v.assert_clean()
 
 
-def test_search_finds_masked_softmax(visit):
-    """Does the search page, from the local search index, find masked_softmax in Masking?"""
-    v = visit("search.html?q=masked_softmax")
-    results = v.page.locator("#search-results ul.search li")
-    results.first.wait_for(timeout=60000)
+def _search(visit, page: str) -> list[str]:
+    """The links the search page ``page`` (with its ``?q=``) lists, from the local index."""
+    v = visit(page)
+    v.page.locator("#search-results ul.search li").first.wait_for(timeout=60000)
     links = v.page.eval_on_selector_all(
         "#search-results ul.search li a", "as => as.map(a => a.getAttribute('href'))"
     )
-    assert any("masking.html" in href for href in links), links
     v.assert_clean()
+    return links
+
+
+def test_search_finds_masked_softmax(visit):
+    """Does the search page, from the local search index, find masked_softmax in Masking?"""
+    links = _search(visit, "search.html?q=masked_softmax")
+    assert any("masking.html" in href for href in links), links
 
 
 def test_launch_buttons(reader, student, tmp_path):
@@ -748,11 +753,5 @@ def test_the_language_switcher_leads_to_the_same_page(chinese, visit):
 
 def test_chinese_search_finds_a_chinese_term(chinese, visit):
     """Does the Chinese search page find 掩蔽 (a word, segmented by jieba) in the Masking chapter?"""
-    v = visit("zh/search.html?q=掩蔽")
-    results = v.page.locator("#search-results ul.search li")
-    results.first.wait_for(timeout=60000)
-    links = v.page.eval_on_selector_all(
-        "#search-results ul.search li a", "as => as.map(a => a.getAttribute('href'))"
-    )
+    links = _search(visit, "zh/search.html?q=掩蔽")
     assert any("masking.html" in href for href in links), links
-    v.assert_clean()
