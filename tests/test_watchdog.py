@@ -185,7 +185,8 @@ def test_a_wall_clock_interrupt_stops_the_cell_not_the_sandboxed_kernel(tmp_path
     """nbclient interrupts a cell past its wall clock through the kernel manager: in the
     sandbox, does that interrupt the cell (KeyboardInterrupt) and leave the kernel running
     the next cell? (jupyter_client signals the process group of bubblewrap, which then
-    ended the whole sandbox: "retried alone: the kernel died".)"""
+    ended the whole sandbox: "retried alone: the kernel died".) And did the kernel import
+    the course's heavy modules before its first cell, binding no name the notebook sees?"""
     import asyncio
     import shutil
 
@@ -204,6 +205,21 @@ def test_a_wall_clock_interrupt_stops_the_cell_not_the_sandboxed_kernel(tmp_path
         kc.start_channels()
         try:
             await kc.wait_for_ready(timeout=60)
+            probe = kc.execute(
+                "",
+                user_expressions={
+                    "loaded": f"sorted(set({sandbox.PRELOAD!r}) & set(__import__('sys').modules))",
+                    "names": "sorted(k for k in globals() if not k.startswith('_'))",
+                },
+            )
+            reply = await kc.get_shell_msg(timeout=30)
+            while reply["parent_header"].get("msg_id") != probe:
+                reply = await kc.get_shell_msg(timeout=30)
+            found = reply["content"]["user_expressions"]
+            assert found["loaded"]["data"]["text/plain"] == repr(sorted(sandbox.PRELOAD))
+            assert found["names"]["data"]["text/plain"] == repr(
+                ["In", "Out", "exit", "get_ipython", "open", "quit"]
+            )
             msg_id = kc.execute("import time; time.sleep(600)")
             await asyncio.sleep(2)
             await km.interrupt_kernel()
