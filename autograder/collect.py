@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder import notebooks as nbs
+from autograder import records
 
 EXCHANGE_DIR = re.compile(
     r"^(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<timestamp>[^+]+)(\+.*)?$"
@@ -299,18 +300,19 @@ def pick(
     names = ", ".join(str(p.name) for p in notebooks)
     named = [p for p in notebooks if p.stem.casefold() in {c.casefold() for c in chapters}]
     if len(named) == 1:
-        return named[0], None, [f"{len(notebooks)} notebooks ({names}): graded {named[0].name}"]
+        said = records.SEVERAL_NOTEBOOKS.format(
+            count=len(notebooks), names=names, chosen=named[0].name
+        )
+        return named[0], None, [said]
     ids = grade_ids if grade_ids is not None else chapter_grade_ids()
     carrying = [
         p for p in named or notebooks if any(_grade_ids_of(p) & ids.get(c, set()) for c in chapters)
     ]
     if len(carrying) == 1:
-        why = "the only one with the chapter's graded cells"
-        return (
-            carrying[0],
-            None,
-            [f"{len(notebooks)} notebooks ({names}): graded {carrying[0].name}, {why}"],
+        said = records.SEVERAL_NOTEBOOKS_CARRYING.format(
+            count=len(notebooks), names=names, chosen=carrying[0].name
         )
+        return carrying[0], None, [said]
     target = f"{chapter}.ipynb" if chapter else "a chapter"
     return (
         None,
@@ -497,9 +499,13 @@ def choose_newest(subs: list[Submission]) -> list[Submission]:
         chosen, aside = ordered[0][1], [s for _, s in ordered[1:]]
         (rule,) = rules
         chosen.warnings.append(
-            f"{len(group)} submissions of {chosen.chapter or 'this chapter'}: graded the newest "
-            f"by the {rule} time, {chosen.origin} ({_when(chosen)}); set aside "
-            + ", ".join(f"{s.origin} ({_when(s)})" for s in aside)
+            records.RESUBMITTED.format(
+                count=len(group),
+                chapter=chosen.chapter or "this chapter",
+                rule=rule,
+                chosen=f"{chosen.origin} ({_when(chosen)})",
+                aside=", ".join(f"{s.origin} ({_when(s)})" for s in aside),
+            )
         )
         kept.append(chosen)
     return kept
@@ -551,6 +557,6 @@ def resolve_chapters(subs: list[Submission]) -> None:
     for sub in subs:
         if sub.chapter is None and len(batch) == 1:
             (sub.chapter,) = batch
-            sub.warnings.append(f"counted as {sub.chapter}, the chapter of the rest of the batch")
+            sub.warnings.append(records.COUNTED_AS.format(chapter=sub.chapter))
         if sub.chapter is None and not sub.problem:
             sub.problem = "cannot tell which chapter this notebook answers; pass --assignment"

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder import i18n
+from autograder import i18n, records
 from autograder import notebooks as nbs
 from autograder.scores import Total, is_hand_graded, joined
 
@@ -132,8 +132,9 @@ def translator(lang: str = i18n.SOURCE) -> Tr:
 def in_plain_words(outcome: str | None, lang: str = i18n.SOURCE) -> tuple[str, bool] | None:
     """What the grader's record says happened, for a student: (text, is_a_problem).
 
-    None when there is nothing to say (graded in full). ``lang``: the page's language (the
-    record's own details, a limit the sandbox names, stay as the grader wrote them).
+    None when there is nothing to say (graded in full). ``lang``: the page's language; the
+    record's own details (a limit the sandbox names, a file set aside) are said in it too
+    (:mod:`autograder.records`), fields such as file names as they are.
     """
     tr = translator(lang)
     if not outcome or outcome.strip() == "graded":
@@ -155,6 +156,7 @@ def _note_in_words(note: str, tr: Tr) -> str | None:
     cell = re.search(r"at cell (\d+)", note)
     if note.startswith("stopped by the sandbox"):
         why = note.split(":", 1)[1].strip() if ":" in note else tr("it reached a limit")
+        why = records.in_language(why, tr)
         if cell:
             words = tr("It was stopped at cell {cell} because {why}.")
         else:
@@ -197,7 +199,7 @@ def _note_in_words(note: str, tr: Tr) -> str | None:
     if "timed out on the wall clock" in note:
         return tr("A cell ran for longer than the grader waits, and was interrupted.")
     if note.startswith("warning:") or note.startswith("note:"):
-        body = note.split(":", 1)[1].strip()
+        body = records.in_language(note.split(":", 1)[1].strip(), tr)
         return tr("Note: {what}.").format(what=body[0].upper() + body[1:] if body else body)
     return None
 

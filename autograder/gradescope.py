@@ -139,6 +139,7 @@ def build(
             course.root / "source" / chapter, stage / "course" / "source" / chapter, ignore=ignore
         )
         shutil.copyfile(template, stage / "course" / "template.db")
+        _write_messages(course, chapter, stage)
         (stage / "bundle.json").write_text(
             json.dumps(
                 {
@@ -164,6 +165,21 @@ def build(
         return output
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _write_messages(course, chapter: str, stage: Path) -> None:
+    """The ``course`` catalog of the chapter's release language, as JSON, where the bundle's
+    :func:`autograder.i18n.translations` finds it (the bundle has no polib): the students'
+    summary and what happened to their notebook are said in the chapter's language."""
+    from autograder import feedback, i18n
+
+    lang = feedback.released_language(course, chapter)
+    if lang == i18n.SOURCE:
+        return
+    path = i18n.catalog_path(lang, i18n.COURSE, stage).with_suffix(".json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    messages = i18n.translations(lang, i18n.COURSE)
+    path.write_text(json.dumps(messages, ensure_ascii=False, sort_keys=True, indent=0))
 
 
 class _BundleCourse:
@@ -251,7 +267,7 @@ def close_bundle(root: Path, source: Path) -> None:
 
 def main(root: str) -> int:
     """Grade ``<root>/submission`` and write ``<root>/results/results.json``."""
-    from autograder import collect, grading
+    from autograder import collect, feedback, grading
     from autograder import notebooks as nbs
     from autograder.jobs import write_private
     from autograder.scores import Total, is_hand_graded
@@ -294,6 +310,8 @@ def main(root: str) -> int:
     )
     stats = grading.run(course, [sub], settings, log=lambda m: print(m, file=sys.stderr))
     problem = stats["failed"][0][1] if stats["failed"] else None
+    lang = feedback.released_language(course, chapter)
+    tr = feedback.translator(lang)
 
     graded_path = work / "autograded" / "submission" / chapter / f"{chapter}.ipynb"
     graded = {}
@@ -317,7 +335,7 @@ def main(root: str) -> int:
             top = float(meta["points"])
             output = _cell_text(graded[gid]) if gid in graded else ""
             if problem:
-                output = f"Not graded: {problem}"
+                output = tr("Not graded in full: {why}").format(why=_in_words(problem, lang))
             tests.append(
                 {
                     "name": gid,
@@ -335,7 +353,7 @@ def main(root: str) -> int:
     )
     results = {
         "score": sum(t["score"] for t in tests),
-        "output": _summary(tests, problem, warnings, hand),
+        "output": _summary(tests, problem, warnings, hand, lang),
         "visibility": "visible",
         "tests": tests,
     }
@@ -348,27 +366,49 @@ def main(root: str) -> int:
     return 0
 
 
-def _summary(tests: list[dict], problem: str | None, warnings: list[str], hand: float) -> str:
-    """The students' summary: the visible tests' points; of hidden ones only that they exist;
-    the points that remain for a person (``hand``), which Gradescope's score leaves out."""
+def _in_words(problem: str, lang: str) -> str:
+    """What the grader recorded (``grading.run``'s ``failed`` entry), for a student."""
+    from autograder import feedback
+
+    if problem.startswith("graded, but "):
+        problem = "graded; " + problem.removeprefix("graded, but ")
+    said = feedback.in_plain_words(problem, lang)
+    return said[0] if said else problem
+
+
+def _summary(
+    tests: list[dict], problem: str | None, warnings: list[str], hand: float, lang: str = "en"
+) -> str:
+    """The students' summary, in the chapter's language ``lang``: the visible tests' points;
+    of hidden ones only that they exist; the points that remain for a person (``hand``),
+    which Gradescope's score leaves out; what happened to the notebook, in words."""
+    from autograder import feedback, records
+
+    tr = feedback.translator(lang)
     shown = [t for t in tests if t["visibility"] == "visible"]
     held = [t for t in tests if t["visibility"] != "visible"]
     lines = [
-        f"Visible tests: {sum(t['score'] for t in shown):g} of "
-        f"{sum(t['max_score'] for t in shown):g} points."
+        tr("Visible tests: {score} of {points} points.").format(
+            score=f"{sum(t['score'] for t in shown):g}",
+            points=f"{sum(t['max_score'] for t in shown):g}",
+        )
     ]
     if held:
         lines.append(
-            f"{len(held)} hidden tests worth {sum(t['max_score'] for t in held):g} points are "
-            "graded too; their results are shown when grades are published."
+            tr(
+                "{count} hidden tests worth {points} points are graded too; their results are "
+                "shown when grades are published."
+            ).format(count=len(held), points=f"{sum(t['max_score'] for t in held):g}")
         )
     if problem:
-        lines.append(f"The notebook could not be graded fully: {problem}")
-    lines += [f"Note: {w}" for w in warnings]
+        lines.append(_in_words(problem, lang))
+    lines += [tr("Note: {what}.").format(what=records.in_language(w, tr)) for w in warnings]
     if hand:
         lines.append(
-            f"Written answers: {hand:g} more points, graded by hand; they are not in this "
-            "score, and remain for a person to grade."
+            tr(
+                "Written answers: {points} more points, graded by hand; they are not in this "
+                "score, and remain for a person to grade."
+            ).format(points=f"{hand:g}")
         )
     return "\n".join(lines)
 

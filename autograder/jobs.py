@@ -29,6 +29,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder import records
 from autograder.collect import Submission
 
 HIDDEN_CHECKS = "checks/hidden/"
@@ -228,10 +229,7 @@ def reconcile(
         if not isinstance(gid, str) or gid not in known:
             del cell.metadata["nbgrader"]
             if isinstance(meta, dict) and any(meta.get(k) for k in ("grade", "locked", "task")):
-                notes.append(
-                    f"a cell marked for grading that the course does not have ({gid!r}) "
-                    "was ignored: graded as a plain cell"
-                )
+                notes.append(records.UNKNOWN_GRADED_CELL.format(grade_id=repr(gid)))
             continue
         if gid in seen:
             del cell.metadata["nbgrader"]
@@ -249,7 +247,7 @@ def reconcile(
             anchor = index[gc.grade_id]
             continue
         if not gc.restorable:
-            notes.append(f"the answer cell {gc.grade_id!r} is missing: its tests score 0")
+            notes.append(records.ANSWER_MISSING.format(grade_id=repr(gc.grade_id)))
             continue
         if anchor is None:
             pos = min(index.values(), default=len(nb.cells))
@@ -258,8 +256,16 @@ def reconcile(
         nb.cells.insert(pos, _put_back(gc, ids))
         index = {k: (v + 1 if v >= pos else v) for k, v in index.items()}
         index[gc.grade_id] = anchor = pos
-        what = "answer" if gc.solution else "task" if gc.task else "test" if gc.grade else "cell"
-        notes.append(f"the {what} cell {gc.grade_id!r} was missing: the course's copy was put back")
+        put_back = (
+            records.ANSWER_PUT_BACK
+            if gc.solution
+            else records.TASK_PUT_BACK
+            if gc.task
+            else records.TEST_PUT_BACK
+            if gc.grade
+            else records.CELL_PUT_BACK
+        )
+        notes.append(put_back.format(grade_id=repr(gc.grade_id)))
     return nb, notes
 
 

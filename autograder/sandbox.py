@@ -45,6 +45,8 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
+from autograder import records
+
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # uids FIRST_UID + worker index: no account has them on Debian. Two grading runs on one
 # machine (two checkouts' tests side by side) must not share uids: the user-only mode kills
@@ -465,9 +467,9 @@ def folder_over_limits(folder: Path, lim: Limits) -> str | None:
                     continue
                 size += info.st_blocks * 512
                 if count > lim.folder_files:
-                    return f"the notebook's folder holds more than {lim.folder_files} files"
+                    return records.FOLDER_FILES.format(limit=lim.folder_files)
                 if size > lim.folder_mb * 2**20:
-                    return f"the notebook's folder grew past {lim.folder_mb} MiB"
+                    return records.FOLDER_SIZE.format(limit=lim.folder_mb)
     except OSError:
         return None
     return None
@@ -534,14 +536,11 @@ class Watchdog:
         lim = km.limits
         reason = None
         if rss > lim.memory_mb * 2**20:
-            reason = (
-                f"the notebook's processes used {rss / 2**20:.0f} MiB together "
-                f"(limit {lim.memory_mb} MiB)"
-            )
+            reason = records.MEMORY.format(used=f"{rss / 2**20:.0f}", limit=lim.memory_mb)
         elif len(procs) > lim.processes:
-            reason = f"the notebook started {len(procs)} processes (limit {lim.processes})"
+            reason = records.PROCESSES.format(count=len(procs), limit=lim.processes)
         elif cpu > lim.cpu_seconds:
-            reason = f"the notebook used more than {lim.cpu_seconds} s of CPU time"
+            reason = records.NOTEBOOK_CPU.format(limit=lim.cpu_seconds)
         elif (
             getattr(km, "sandbox", None) is not None
             and time.monotonic() - self.folder_checked.get(pid, 0.0) > FOLDER_CHECK_SECONDS
@@ -557,14 +556,11 @@ class Watchdog:
             if mark is None and cpu - started > lim.cell_cpu_seconds:
                 self.interrupted[pid] = (started, cpu)
                 self.events.setdefault(
-                    pid, f"a cell used more than {lim.cell_cpu_seconds} s of CPU time: interrupted"
+                    pid, records.CELL_CPU_INTERRUPTED.format(limit=lim.cell_cpu_seconds)
                 )
                 _interrupt_kernel(procs)
             elif mark is not None and cpu - mark[1] > INTERRUPT_GRACE_CPU:
-                reason = (
-                    f"a cell used more than {lim.cell_cpu_seconds} s of CPU time and "
-                    "ignored the interrupt"
-                )
+                reason = records.CELL_CPU_IGNORED.format(limit=lim.cell_cpu_seconds)
         if reason:
             self.killed[pid] = reason
             km.stop_reason = reason

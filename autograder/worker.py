@@ -55,6 +55,7 @@ def grade(job: dict) -> dict:
     )
     from traitlets.config import Config
 
+    from autograder import records
     from autograder.preprocessors import (
         CapOutput,
         CheckedExecute,
@@ -128,7 +129,7 @@ def grade(job: dict) -> dict:
         "success": bool(result.get("success")),
         "error": (result.get("error") or "")[-4000:],
         "log": (result.get("log") or "")[-4000:],
-        "killed": "; ".join(sorted(set(WATCHDOG.killed.values()))),
+        "killed": records.all_of(sorted(set(WATCHDOG.killed.values()))),
         "events": "; ".join(sorted(set(WATCHDOG.events.values()))),
         "stopped": CpuTimedExecute.stopped or "",
         "stopped_cell": CpuTimedExecute.stopped_cell,

@@ -54,6 +54,7 @@ import torch
 
 from checks import _wire
 from checks._core import CheckError, CrashInCodeUnderTest, compared, excerpt, note_mutation
+from checks._i18n import tr
 from checks._serve import TAGS, Server, dtype_named, payload_of
 from checks._wire import MAX_FRAME, RemoteError, tensors_of
 
@@ -202,11 +203,13 @@ class Session:
                 reply = self.transport.exchange(request)
         except OSError as err:  # a timeout, a closed or reset connection
             raise RemoteError(
-                f"the notebook stopped answering the grader's checks ({type(err).__name__}: "
-                f"{err or 'timed out'}): it was interrupted, ran out of a limit or hung"
+                tr(
+                    "the notebook stopped answering the grader's checks ({error}): it was "
+                    "interrupted, ran out of a limit or hung"
+                ).format(error=f"{type(err).__name__}: {err or 'timed out'}")
             ) from None
         if not (isinstance(reply, tuple) and len(reply) == 2 and reply[0] in ("ok", "err")):
-            raise RemoteError("the notebook answered something that is not the protocol")
+            raise RemoteError(tr("the notebook answered something that is not the protocol"))
         status, value = reply
         if status == "err":
             raise _crash_from(value)
@@ -235,12 +238,14 @@ class Session:
                 return tuple(self.decode(v) for v in value[1])
             if tag == "__ellipsis__":
                 return ...
-            raise RemoteError(f"the notebook sent a malformed value {tag!r}")
+            raise RemoteError(tr("the notebook sent a malformed value {tag}").format(tag=repr(tag)))
         if isinstance(value, list):
             return [self.decode(v) for v in value]
         if isinstance(value, dict):
             return {str(k): self.decode(v) for k, v in value.items()}
-        raise RemoteError(f"the notebook sent a value of type {type(value).__name__}")
+        raise RemoteError(
+            tr("the notebook sent a value of type {type}").format(type=type(value).__name__)
+        )
 
     def encode(self, value, memo: dict):
         """``value`` for the wire; each distinct tensor once, in ``memo`` (id -> index)."""
@@ -364,9 +369,9 @@ class Session:
         with _untracked():
             after = reply.get("inputs") or []
             if not isinstance(after, list) or len(after) != len(tensors):
-                raise RemoteError("the notebook did not send back the inputs after the call")
+                raise RemoteError(tr("the notebook did not send back the inputs after the call"))
             for before, now in zip(tensors, after):
-                change = compared(before, _tensor(now, "an input after the call"))
+                change = compared(before, _tensor(now, tr("an input after the call")))
                 if change is not None:
                     note_mutation(before, change)
             for watch, report in zip(_active_watches(), reply.get("watches") or []):
@@ -379,7 +384,11 @@ class Session:
 
 def _tensor(value, what: str) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
-        raise RemoteError(f"the notebook sent {excerpt(type(value).__name__, 40, 1)} for {what}")
+        raise RemoteError(
+            tr("the notebook sent {type} for {what}").format(
+                type=excerpt(type(value).__name__, 40, 1), what=what
+            )
+        )
     return value
 
 
@@ -406,7 +415,7 @@ class _RemoteCall(torch.autograd.Function):
         outs = tensors_of(session.decode(reply["out"]))
         flags = list(reply.get("out_grad") or [])
         if len(flags) != len(outs) or list(reply.get("params") or []) != param_names:
-            raise RemoteError("the notebook's answer does not match its call")
+            raise RemoteError(tr("the notebook's answer does not match its call"))
         outs = [o.clone() for o in outs]
         ctx.session, ctx.call, ctx.n_leaves = session, reply["call"], len(leaves)
         ctx.differentiable = [f and o.is_floating_point() for f, o in zip(flags, outs)]
@@ -420,8 +429,8 @@ class _RemoteCall(torch.autograd.Function):
         ]
         result = ctx.session.request(op="backward", call=ctx.call, grads=wire)
         if not isinstance(result, list) or len(result) != ctx.n_leaves:
-            raise RemoteError("the notebook sent back the wrong number of gradients")
-        result = [None if g is None else _tensor(g, "a gradient") for g in result]
+            raise RemoteError(tr("the notebook sent back the wrong number of gradients"))
+        result = [None if g is None else _tensor(g, tr("a gradient")) for g in result]
         return (None, None, None, None, None, *result)
 
 
@@ -435,7 +444,7 @@ def _crash_from(report) -> Exception:
     :meth:`Session.call` to merge.
     """
     if not (isinstance(report, dict) and set(report) == _CRASH_KEYS):
-        return RemoteError("the notebook reported an error in a form the grader does not know")
+        return RemoteError(tr("the notebook reported an error in a form the grader does not know"))
     type_name = excerpt(report["type"], 80, 1)
     message, where = excerpt(report["message"]), excerpt(report["where"], 300, 1)
     if report["check_error"] is True:  # a watch of the checks, running in the kernel, found it
@@ -553,7 +562,9 @@ class RemoteModule(_Proxy):
                     if name not in state:
                         del mirror[name]
                 for name, (kind, value, requires_grad) in state.items():
-                    value = _tensor(value, f"the module's tensor {name}").clone()
+                    value = _tensor(
+                        value, tr("the module's tensor {name}").format(name=name)
+                    ).clone()
                     old = mirror.get(name)
                     if old is not None and isinstance(old, torch.nn.Parameter) == (kind == "param"):
                         old.data = value  # the same object: the checks may hold it

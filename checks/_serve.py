@@ -20,6 +20,7 @@ import torch
 
 from checks import _wire
 from checks._core import CheckError, crash_line, excerpt, real_number
+from checks._i18n import tr
 from checks._wire import RemoteError, tensors_of
 
 # Encoded values. On the wire a value is data, or one of these tagged tuples:
@@ -34,7 +35,7 @@ TAGS = ("__ref__", "__dtype__", "__device__", "__tuple__", "__ellipsis__")
 def dtype_named(name: str) -> torch.dtype:
     value = getattr(torch, name, None) if isinstance(name, str) else None
     if not isinstance(value, torch.dtype):
-        raise RemoteError(f"unknown dtype {str(name)[:40]!r}")
+        raise RemoteError(tr("unknown dtype {name}").format(name=repr(str(name)[:40])))
     return value
 
 
@@ -151,7 +152,7 @@ class Server:
         """``("ok", value)`` or ``("err", crash report)``: the reply to one request."""
         try:
             if not isinstance(request, dict):
-                raise RemoteError("the grader sent a request that is not one")
+                raise RemoteError(tr("the grader sent a request that is not one"))
             reply = ("ok", self.answer(request))
         except Exception as err:  # the student's crash, reported as data
             fn = self.objects.get(request.get("ref")) if isinstance(request, dict) else None
@@ -192,7 +193,7 @@ class Server:
                     namespace.pop(name, None)
                 namespace.update(saved)
             return None
-        raise RemoteError(f"unknown request {str(op)[:40]!r}")
+        raise RemoteError(tr("unknown request {name}").format(name=repr(str(op)[:40])))
 
     def record(self, request: dict) -> dict:
         """Call a module with hooks on some submodules; return what they saw (see
@@ -304,8 +305,10 @@ class Server:
     def backward(self, request: dict):
         if request["call"] not in self.calls:
             raise RemoteError(
-                f"the grader asked for the gradients of a call whose graph is gone (only the "
-                f"last {self.KEEP_CALLS} calls keep theirs)"
+                tr(
+                    "the grader asked for the gradients of a call whose graph is gone (only the "
+                    "last {count} calls keep theirs)"
+                ).format(count=self.KEEP_CALLS)
             )
         flat, inputs, params = self.calls[request["call"]]
         pairs = [
@@ -344,8 +347,10 @@ def vector_jacobian_root(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> torc
     for i, (o, g) in enumerate(pairs):
         if o.is_complex() or o.shape != g.shape:
             raise RemoteError(
-                f"cannot take the gradient of output {i}: expected a real tensor of shape "
-                f"{tuple(g.shape)}, got {o.dtype} of shape {tuple(o.shape)}"
+                tr(
+                    "cannot take the gradient of output {index}: expected a real tensor of "
+                    "shape {expected}, got {dtype} of shape {shape}"
+                ).format(index=i, expected=tuple(g.shape), dtype=o.dtype, shape=tuple(o.shape))
             )
     total = None
     for o, g in pairs:
@@ -382,6 +387,8 @@ def payload_of(reply: tuple) -> bytes:
     except (TypeError, ValueError, OverflowError, RecursionError) as err:
         report = Server.crash_report(err, None)
         report.pop("_err")
-        report["message"] = excerpt(f"the notebook's value cannot be sent to the grader: {err}")
+        report["message"] = excerpt(
+            tr("the notebook's value cannot be sent to the grader: {error}").format(error=err)
+        )
         report["watches"] = []
         return _wire.encode(("err", report))

@@ -40,6 +40,7 @@ import struct
 import torch
 
 from checks._core import CheckError
+from checks._i18n import tr
 
 MAX_FRAME = 512 * 2**20  # the largest message either side accepts, tensors included
 MAX_HEADER = 4 * 2**20  # the largest JSON header: structure only, the tensors are apart
@@ -155,7 +156,8 @@ def encode(value) -> bytes:
 
 
 def _refuse(what: str) -> RemoteError:
-    return RemoteError(f"the notebook sent something that is not data: {what}")
+    # ``what``, a detail of the frame only a forged protocol sends, stays as it is
+    return RemoteError(tr("the notebook sent something that is not data: {what}").format(what=what))
 
 
 def _allowed_device(name) -> torch.device:
@@ -321,8 +323,10 @@ def _recv_exactly(sock: socket.socket, n: int) -> bytes:
         chunk = sock.recv(min(n - got, 1 << 20))
         if not chunk:
             raise RemoteError(
-                "the notebook stopped answering the grader's checks (its kernel was "
-                "interrupted, ran out of a limit, or closed the connection)"
+                tr(
+                    "the notebook stopped answering the grader's checks (its kernel was "
+                    "interrupted, ran out of a limit, or closed the connection)"
+                )
             )
         chunks.append(chunk)
         got += len(chunk)
@@ -338,7 +342,11 @@ def recv(sock: socket.socket):
     """
     (size,) = _FRAME.unpack(_recv_exactly(sock, _FRAME.size))
     if size > MAX_FRAME:
-        raise RemoteError(f"the notebook sent {size:,} bytes at once, more than {MAX_FRAME:,}")
+        raise RemoteError(
+            tr("the notebook sent {size} bytes at once, more than {limit}").format(
+                size=f"{size:,}", limit=f"{MAX_FRAME:,}"
+            )
+        )
     if size < _HEAD.size:
         raise _refuse("a frame too short to hold a header")
     (head,) = _HEAD.unpack(_recv_exactly(sock, _HEAD.size))

@@ -240,7 +240,7 @@ def test_collect_reads_an_nbgrader_exchange_and_keeps_the_latest(tmp_path):
     # The rule, the file graded and the file set aside, with their times.
     (warning,) = found[0].warnings
     assert "graded the newest by the LMS time" in warning
-    assert "(LMS time 2026-11-02 09:00:00); set aside inbound/ada+masking+2026-11-01" in warning
+    assert "(LMS time 2026-11-02 09:00:00), and set aside inbound/ada+masking+2026-11-01" in warning
     assert warning.endswith("(LMS time 2026-11-01 10:00:00)")
 
 
@@ -259,7 +259,7 @@ def test_a_resubmission_in_a_class_zip_is_chosen_by_its_date(tmp_path):
     assert ada.origin == f"ada/{CHAPTER}.ipynb" and ada.file_time == "2026-11-03T08:00:00"
     assert ada.warnings == [
         f"2 submissions of {CHAPTER}: graded the newest by the zip time, ada/{CHAPTER}.ipynb "
-        "(zip time 2026-11-03 08:00:00); set aside ada.ipynb (zip time 2026-11-01 10:00:00)"
+        "(zip time 2026-11-03 08:00:00), and set aside ada.ipynb (zip time 2026-11-01 10:00:00)"
     ]
     assert _students(found) == ["ada", "bob"]
 

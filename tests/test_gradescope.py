@@ -100,6 +100,52 @@ def test_students_see_no_hidden_total():
     assert "Written answers" not in gradescope._summary(tests, None, [], 0.0)
 
 
+def test_a_chapter_released_in_chinese_is_summed_up_in_chinese():
+    """Is the students' summary of a chapter released in Chinese Chinese, what happened to
+    the notebook and a collector's warning included, with the same numbers as in English?"""
+    import re
+
+    from autograder import records
+
+    tests = [
+        {"name": "test_a", "score": 1.0, "max_score": 1.0, "visibility": "visible"},
+        {"name": "hidden_b", "score": 0.0, "max_score": 2.0, "visibility": "after_published"},
+    ]
+    stop = "graded, but stopped by the sandbox at cell 9: " + records.MEMORY.format(
+        used="5000", limit="3072"
+    )
+    warning = records.SEVERAL_NOTEBOOKS.format(count=2, names="a.ipynb, b.ipynb", chosen="b.ipynb")
+    english = gradescope._summary(tests, stop, [warning], 2.0, "en")
+    chinese = gradescope._summary(tests, stop, [warning], 2.0, "zh")
+    assert "Visible tests: 1 of 1 points." in english and "MiB together" in english
+    assert sorted(re.findall(r"\d+", chinese)) == sorted(re.findall(r"\d+", english))
+    assert not set(re.findall(r"[A-Za-z]{3,}", chinese)) - {"ipynb", "MiB"}, chinese
+
+
+def test_the_bundle_carries_its_release_language_catalog(tmp_path):
+    """A bundle has no polib: does it carry the chapter's release language as JSON, which
+    the bundle's translator reads, and nothing for an English release?"""
+    import types
+
+    from autograder import i18n
+
+    course = types.SimpleNamespace(root=tmp_path / "course")
+    src = course.root / "source" / CHAPTER
+    src.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(metadata={"language": "zh_CN"})
+    nbformat.write(nb, src / f"{CHAPTER}.ipynb")
+    stage = tmp_path / "stage"
+    gradescope._write_messages(course, CHAPTER, stage)
+    (shipped,) = stage.rglob("*.json")
+    assert shipped == i18n.catalog_path("zh", i18n.COURSE, stage).with_suffix(".json")
+    msgid = "Visible tests: {score} of {points} points."
+    assert i18n.translations("zh", i18n.COURSE, stage)[msgid] == i18n.gettext("zh", msgid)
+    nb.metadata["language"] = "en"
+    nbformat.write(nb, src / f"{CHAPTER}.ipynb")
+    gradescope._write_messages(course, CHAPTER, tmp_path / "english")
+    assert not (tmp_path / "english").exists()
+
+
 # ---------------------------------------------------------------- as Gradescope runs it (slow)
 
 

@@ -29,6 +29,7 @@ cells are shared by every language and never copied.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,8 +94,9 @@ def translations(code: str, domain: str, root: Path = nbs.ROOT) -> dict[str, str
     if code == SOURCE:
         return {}
     path = catalog_path(code, domain, root)
-    if not path.exists():
-        return {}
+    if not path.exists():  # a Gradescope bundle carries its catalog as JSON (no polib there)
+        shipped = path.with_suffix(".json")
+        return json.loads(shipped.read_text(encoding="utf-8")) if shipped.exists() else {}
     return _read(path, os.stat(path).st_mtime_ns)
 
 

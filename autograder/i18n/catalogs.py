@@ -129,8 +129,10 @@ def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
 TOOL_MODULES = {
     "autograder/feedback.py": "a feedback page",
     "autograder/scores.py": "a score, on a feedback page",
+    "autograder/records.py": "what the grader recorded, on a feedback page",
+    "autograder/gradescope.py": "Gradescope's results, as a student sees them",
 }
-TOOL_CALLS = {"tr", "say"}
+TOOL_CALLS = {"tr", "say", "N_"}
 
 
 class ToolMessageError(ValueError):
