@@ -6,6 +6,12 @@ Jupyter Server. This starts a Jupyter Server in the course folder with the exten
 first, and the formgrader as its start page. Grades given there are the gradebook's manual
 scores: ``grade`` keeps them on a regrade, and ``feedback``, ``summary`` and ``grades.csv``
 show them.
+
+nbgrader's exchange (where ``nbgrader release_assignment`` would put assignments for a
+JupyterHub's students) is the course's own ``exchange/`` folder: this course releases
+through downloads and its own ``release`` command, and the default, a system folder
+(``/usr/local/share/nbgrader/exchange``), is not writable, which the formgrader logs as
+an error on every page that lists assignments.
 """
 
 from __future__ import annotations
@@ -30,12 +36,18 @@ def command(course, *, port: int, ip: str, browser: bool, token: str | None = No
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
         f"--ServerApp.open_browser={browser}",
+        f"--Exchange.root={exchange(course)}",
     ]
     if token is not None:
         cmd.append(f"--IdentityProvider.token={token}")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # a container's root, as on many grading servers
     return cmd
+
+
+def exchange(course):
+    """The course's own nbgrader exchange folder (see the module's docstring)."""
+    return course.root / "exchange"
 
 
 def environment() -> dict[str, str]:
@@ -45,13 +57,17 @@ def environment() -> dict[str, str]:
     return env
 
 
-def start(course, *, port: int, ip: str, browser: bool, token: str | None = None):
-    """Write the course's nbgrader configuration and start the server (a ``Popen``)."""
+def start(course, *, port: int, ip: str, browser: bool, token: str | None = None, log=None):
+    """Write the course's nbgrader configuration and start the server (a ``Popen``); its
+    output goes to the open file ``log`` if given, else to this terminal."""
     course.write_config()
+    exchange(course).mkdir(mode=0o700, exist_ok=True)
     return subprocess.Popen(
         command(course, port=port, ip=ip, browser=browser, token=token),
         cwd=course.root,
         env=environment(),
+        stdout=log,
+        stderr=subprocess.STDOUT if log is not None else None,
     )
 
 

@@ -94,7 +94,10 @@ def test_a_written_answer_graded_in_the_browser_is_in_the_export(tmp_path):
     course = Course(tmp_path / "course")
     submission = _graded_course(course)
     port, token = free_port(), secrets.token_hex(16)
-    process = formgrader.start(course, port=port, ip="127.0.0.1", browser=False, token=token)
+    log = open(tmp_path / "server.log", "wb")  # noqa: SIM115  (closed after the server)
+    process = formgrader.start(
+        course, port=port, ip="127.0.0.1", browser=False, token=token, log=log
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         # The formgrader's API answers, on the course's gradebook, and only with the token.
@@ -132,6 +135,9 @@ def test_a_written_answer_graded_in_the_browser_is_in_the_export(tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=30)
+        log.close()
+    said = (tmp_path / "server.log").read_text(errors="replace")
+    assert "[ERROR]" not in said and "Unwritable" not in said, said[-3000:]
     course.export_grades(tmp_path / "grades.csv")
     with open(tmp_path / "grades.csv", newline="") as f:
         (row,) = list(csv.DictReader(f))
