@@ -31,7 +31,7 @@ import pytest
 
 from autograder import notebooks as nbs
 
-pytestmark = [pytest.mark.book, pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.book, pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = nbs.ROOT
 READER = ROOT / "_build" / "html"
@@ -359,6 +359,9 @@ def browser():
         browser.close()
 
 
+PAGE_WAIT_MS = 300_000  # the longest any wait on a page may take (see Visit)
+
+
 class Visit:
     """A page opened in a fresh context, with every request, failure and console error."""
 
@@ -367,8 +370,10 @@ class Visit:
         self.context = browser.new_context(viewport=viewport)
         self.page = page = self.context.new_page()
         # In `make test` the browser shares the two cores with the slow tier: a page can take
-        # more than Playwright's default 30 s to go quiet. A wait is a limit, never a delay.
-        page.set_default_timeout(120_000)
+        # more than Playwright's default 30 s to go quiet (a fresh-clone run once saw a long
+        # Chinese chapter at phone width typeset for over 120 s beside the graders). A wait is
+        # a limit, never a delay.
+        page.set_default_timeout(PAGE_WAIT_MS)
         page.on("request", lambda r: self.requests.append(r.url))
         page.on("requestfailed", lambda r: self.failures.append(f"{r.url} ({r.failure})"))
         page.on(
@@ -410,9 +415,7 @@ def _typeset(page) -> bool:
     """Wait for MathJax to typeset the page's math, if it has any (typeset math changes widths)."""
     if not page.locator(".math").count():
         return False
-    page.wait_for_function(
-        "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60000
-    )
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
     page.evaluate("() => MathJax.startup.promise")
     return True
 
@@ -488,7 +491,7 @@ def test_solution_toggle_opens_and_closes(visit):
 def _search(visit, page: str) -> list[str]:
     """The links the search page ``page`` (with its ``?q=``) lists, from the local index."""
     v = visit(page)
-    v.page.locator("#search-results ul.search li").first.wait_for(timeout=60000)
+    v.page.locator("#search-results ul.search li").first.wait_for()
     links = v.page.eval_on_selector_all(
         "#search-results ul.search li a", "as => as.map(a => a.getAttribute('href'))"
     )
