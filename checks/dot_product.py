@@ -1,4 +1,4 @@
-"""Visible checks for the chapter "Scaled dot-product attention": cosine attention (4.1), the quiz."""
+"""Visible checks for the chapter "Scaled dot-product attention": cosine attention (4.4), the quiz."""
 
 import torch
 

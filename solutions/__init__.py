@@ -10,9 +10,9 @@ Modules, each with the chapter it comes from:
 - ``solutions.masking``: From the chapter "Masking": check_lengths, sequence_mask, masked_softmax.
 - ``solutions.textbook``: From the chapter "Masking": textbook_sequence_mask, textbook_masked_softmax.
 - ``solutions.additive``: From the chapter "Additive attention": check_qkv, AdditiveAttention, peak_tensor_memory, additive_scores_chunked, ConcatAttention.
-- ``solutions.dot_product``: From the chapter "Scaled dot-product attention": DotProductAttention, CosineAttention, sum_scores, distance_scores.
+- ``solutions.dot_product``: From the chapter "Scaled dot-product attention": DotProductAttention, sum_scores, distance_scores, CosineAttention.
 - ``solutions.bilinear``: From the chapter "Bilinear attention": BilinearAttention, LowRankBilinearAttention.
-- ``solutions.self_attention``: From the chapter "Self-attention and positional encoding": check_sequence, SelfAttention, RelativeSelfAttention, positional_encoding, PositionalEncoding.
+- ``solutions.self_attention``: From the chapter "Self-attention and positional encoding": check_sequence, SelfAttention, positional_encoding, PositionalEncoding, RelativeSelfAttention.
 - ``solutions.multihead``: From the chapter "Causal and multi-head attention": causal_valid_lens, check_heads, transpose_qkv, transpose_output, MultiHeadAttention.
 - ``solutions.transformer``: From the chapter "The transformer block": PositionWiseFFN, TransformerBlock.
 - ``solutions.encoder_decoder``: From the chapter "The encoder–decoder transformer": DecoderBlock.

@@ -1,4 +1,4 @@
-"""From the chapter "Scaled dot-product attention": DotProductAttention, CosineAttention, sum_scores, distance_scores.
+"""From the chapter "Scaled dot-product attention": DotProductAttention, sum_scores, distance_scores, CosineAttention.
 
 Generated from book/dot_product_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save dot_product`` cells of the notebook, then run ``make export``.
@@ -46,6 +46,34 @@ class DotProductAttention(nn.Module):
         return torch.bmm(self.dropout(self.attention_weights), values)
 
 
+def sum_scores(queries, keys, w):
+    """The vector-sum score wᵀq + wᵀk of every query against every key.
+
+    Shape:
+        - queries: (B, m, d)
+        - keys: (B, n, d)
+        - w: (d,)
+        - output: (B, m, n)
+    """
+    query_terms = queries @ w  # (B, m)
+    key_terms = keys @ w  # (B, n)
+    return query_terms[:, :, None] + key_terms[:, None, :]  # (B, m, 1) + (B, 1, n) -> (B, m, n)
+
+
+def distance_scores(queries, keys):
+    """The score -‖q - k‖² / 2 of every query against every key, from matrix products.
+
+    Shape:
+        - queries: (B, m, d)
+        - keys: (B, n, d)
+        - output: (B, m, n)
+    """
+    q_sq = (queries**2).sum(dim=-1)  # (B, m)
+    k_sq = (keys**2).sum(dim=-1)  # (B, n)
+    dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, m, d) @ (B, d, n) -> (B, m, n)
+    return -(q_sq[:, :, None] - 2 * dots + k_sq[:, None, :]) / 2
+
+
 class CosineAttention(DotProductAttention):
     """Cosine attention: a(q, k) = s · cos(q, k), with a learned scale s.
 
@@ -85,31 +113,3 @@ class CosineAttention(DotProductAttention):
         self.attention_weights = masked_softmax(self.scale * cosines, valid_lens)
         weights = self.dropout(self.attention_weights)  # (B, m, n)
         return torch.bmm(weights, values)  # (B, m, n) @ (B, n, v) -> (B, m, v)
-
-
-def sum_scores(queries, keys, w):
-    """The vector-sum score wᵀq + wᵀk of every query against every key.
-
-    Shape:
-        - queries: (B, m, d)
-        - keys: (B, n, d)
-        - w: (d,)
-        - output: (B, m, n)
-    """
-    query_terms = queries @ w  # (B, m)
-    key_terms = keys @ w  # (B, n)
-    return query_terms[:, :, None] + key_terms[:, None, :]  # (B, m, 1) + (B, 1, n) -> (B, m, n)
-
-
-def distance_scores(queries, keys):
-    """The score -‖q - k‖² / 2 of every query against every key, from matrix products.
-
-    Shape:
-        - queries: (B, m, d)
-        - keys: (B, n, d)
-        - output: (B, m, n)
-    """
-    q_sq = (queries**2).sum(dim=-1)  # (B, m)
-    k_sq = (keys**2).sum(dim=-1)  # (B, n)
-    dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, m, d) @ (B, d, n) -> (B, m, n)
-    return -(q_sq[:, :, None] - 2 * dots + k_sq[:, None, :]) / 2

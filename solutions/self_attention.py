@@ -1,4 +1,4 @@
-"""From the chapter "Self-attention and positional encoding": check_sequence, SelfAttention, RelativeSelfAttention, positional_encoding, PositionalEncoding.
+"""From the chapter "Self-attention and positional encoding": check_sequence, SelfAttention, positional_encoding, PositionalEncoding, RelativeSelfAttention.
 
 Generated from book/self_attention.ipynb by ``python -m autograder export``. Do not edit this
 file: edit the ``#@save self_attention`` cells of the notebook, then run ``make export``.
@@ -59,51 +59,6 @@ class SelfAttention(nn.Module):
         return self.attention(queries, keys, values, valid_lens)  # (B, N, D_V)
 
 
-class RelativeSelfAttention(nn.Module):
-    """Self-attention with a learned bias for each clipped relative position j - i.
-
-    The score of query i against key j is q_i·k_j / √D_Q + relative_bias[K + clip(j - i, -K, K)].
-
-    Args:
-        input_size: size D_X of each input vector.
-        query_size: size D_Q of each query and each key.
-        value_size: size D_V of each value, and of each output vector.
-        max_distance: K; offsets beyond ±K share the bias of ±K.
-        dropout: dropout probability applied to the attention weights.
-        bias: whether the three projections have a bias.
-
-    Shape:
-        - X: (B, N, D_X)
-        - valid_lens: None, (B,) or (B, N)
-        - output: (B, N, D_V); ``attention_weights``: (B, N, N)
-    """
-
-    def __init__(
-        self, input_size, query_size, value_size, max_distance, dropout, bias=False, **kwargs
-    ):
-        super().__init__(**kwargs)
-        self.W_q = nn.Linear(input_size, query_size, bias=bias)
-        self.W_k = nn.Linear(input_size, query_size, bias=bias)
-        self.W_v = nn.Linear(input_size, value_size, bias=bias)
-        self.max_distance = max_distance
-        # entry K + δ: the bias of a key δ positions after its query, δ = -K, ..., K
-        self.relative_bias = nn.Parameter(torch.zeros(2 * max_distance + 1))
-        self.dropout = nn.Dropout(dropout)
-        self.attention_weights = None
-
-    def forward(self, X, valid_lens=None):
-        check_sequence(X, self.W_q.in_features)
-        queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)  # (B, N, D_Q), …, (B, N, D_V)
-        d = queries.shape[-1]
-        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)  # (B, N, N)
-        positions = torch.arange(X.shape[1], device=X.device)  # (N,)
-        offsets = positions[None, :] - positions[:, None]  # (N, N): entry (i, j) is j - i
-        K = self.max_distance
-        bias = self.relative_bias[offsets.clamp(-K, K) + K]  # (N, N)
-        self.attention_weights = masked_softmax(scores + bias, valid_lens)  # (B, N, N) + (N, N)
-        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, N, D_V)
-
-
 def positional_encoding(max_len, num_hiddens):
     """The sinusoidal positional encoding P of Vaswani et al. (2017).
 
@@ -153,3 +108,48 @@ class PositionalEncoding(nn.Module):
                 f"sequences of length {X.shape[1]} are longer than max_len={self.P.shape[1]}"
             )
         return self.dropout(X + self.P[:, : X.shape[1]].to(X.dtype))  # (B, N, d) + (1, N, d)
+
+
+class RelativeSelfAttention(nn.Module):
+    """Self-attention with a learned bias for each clipped relative position j - i.
+
+    The score of query i against key j is q_i·k_j / √D_Q + relative_bias[K + clip(j - i, -K, K)].
+
+    Args:
+        input_size: size D_X of each input vector.
+        query_size: size D_Q of each query and each key.
+        value_size: size D_V of each value, and of each output vector.
+        max_distance: K; offsets beyond ±K share the bias of ±K.
+        dropout: dropout probability applied to the attention weights.
+        bias: whether the three projections have a bias.
+
+    Shape:
+        - X: (B, N, D_X)
+        - valid_lens: None, (B,) or (B, N)
+        - output: (B, N, D_V); ``attention_weights``: (B, N, N)
+    """
+
+    def __init__(
+        self, input_size, query_size, value_size, max_distance, dropout, bias=False, **kwargs
+    ):
+        super().__init__(**kwargs)
+        self.W_q = nn.Linear(input_size, query_size, bias=bias)
+        self.W_k = nn.Linear(input_size, query_size, bias=bias)
+        self.W_v = nn.Linear(input_size, value_size, bias=bias)
+        self.max_distance = max_distance
+        # entry K + δ: the bias of a key δ positions after its query, δ = -K, ..., K
+        self.relative_bias = nn.Parameter(torch.zeros(2 * max_distance + 1))
+        self.dropout = nn.Dropout(dropout)
+        self.attention_weights = None
+
+    def forward(self, X, valid_lens=None):
+        check_sequence(X, self.W_q.in_features)
+        queries, keys, values = self.W_q(X), self.W_k(X), self.W_v(X)  # (B, N, D_Q), …, (B, N, D_V)
+        d = queries.shape[-1]
+        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)  # (B, N, N)
+        positions = torch.arange(X.shape[1], device=X.device)  # (N,)
+        offsets = positions[None, :] - positions[:, None]  # (N, N): entry (i, j) is j - i
+        K = self.max_distance
+        bias = self.relative_bias[offsets.clamp(-K, K) + K]  # (N, N)
+        self.attention_weights = masked_softmax(scores + bias, valid_lens)  # (B, N, N) + (N, N)
+        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, N, D_V)

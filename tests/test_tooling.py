@@ -148,8 +148,49 @@ def test_exercise_titles_are_not_numbered_headings():
                 continue
             for line in cell.source.splitlines():
                 assert not re.match(r"#+\s+Exercise\b", line), f"{path.name}: {line!r}"
-                titles += bool(re.match(r"\*\*Exercise \d+\.\d+\b.*\*\*$", line))
+                titles += bool(re.match(r"\*\*Exercise \d+\.\d+\b.*\*\*( \(.*\))?$", line))
     assert titles >= len(nbs.chapter_notebooks()), titles
+
+
+# The bold title of an exercise or a question, and the mark after it, if any.
+_TITLE = re.compile(
+    r"\*\*(?P<kind>Exercise|Question) (?P<chapter>\d+)\.(?P<number>\d+)\b[^*]*\*\*"
+    r"(?: \((?P<mark>a warm-up|needs thought)(?P<more>[^)]*)\))?"
+)
+
+
+def _graded_items(path):
+    """Each title of an exercise or a question, in reading order, with its graded cells."""
+    items = []
+    for cell in nbs.read(path).cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith(("**Exercise ", "**Question ")):
+                    match = _TITLE.match(line)
+                    assert match, f"{path.name}: a title that is not read: {line!r}"
+                    items.append({**match.groupdict(), "graded": []})
+        if nbs.nbgrader_meta(cell).get("grade") or nbs.is_solution(cell):
+            assert items, f"{path.name}: a graded cell before any title"
+            items[-1]["graded"].append(nbs.nbgrader_meta(cell)["grade_id"])
+    return items
+
+
+def test_every_chapter_goes_from_a_warm_up_to_one_that_needs_thought():
+    """Are a chapter's exercises, and its questions, numbered in reading order; does every title
+    own a graded cell; is the first graded item marked (a warm-up), and one later item (needs
+    thought), unless the warm-up's mark says that all the chapter's items are light?"""
+    for chapter, path in enumerate(nbs.chapter_notebooks(), start=1):
+        items = _graded_items(path)
+        for kind in ("Exercise", "Question"):
+            numbers = [(int(i["chapter"]), int(i["number"])) for i in items if i["kind"] == kind]
+            assert numbers == [(chapter, n) for n in range(1, len(numbers) + 1)], (path.name, kind)
+        assert all(i["graded"] for i in items), path.name
+        marks = [i["mark"] for i in items]
+        assert marks[0] == "a warm-up" and marks.count("a warm-up") == 1, (path.name, marks)
+        if "all light" in items[0]["more"]:
+            assert "needs thought" not in marks, path.name
+        else:
+            assert marks.count("needs thought") == 1, (path.name, marks)
 
 
 # ---------------------------------------------------------------- reading the course, once

@@ -1,4 +1,4 @@
-"""Hidden checks for the chapter "Scaled dot-product attention": cosine attention (4.1), the quiz.
+"""Hidden checks for the chapter "Scaled dot-product attention": cosine attention (4.4), the quiz.
 
 References: an explicit loop over batch, queries and keys with ``F.cosine_similarity`` (in
 float64, times the module's own scale), PyTorch's ``scaled_dot_product_attention`` on

@@ -2,7 +2,7 @@
 
 References: explicit loops over batch, queries and keys (in float64, from the
 module's own parameters) and PyTorch's scaled_dot_product_attention. The hidden checks
-of Exercises 3.1, 4.1 and 5.1 are in ``checks/hidden/additive.py``,
+of Exercises 3.1, 4.4 and 5.1 are in ``checks/hidden/additive.py``,
 ``checks/hidden/dot_product.py`` and ``checks/hidden/bilinear.py``.
 """
 

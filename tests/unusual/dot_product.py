@@ -1,4 +1,4 @@
-"""Unusual but correct answers to the chapter "Scaled dot-product attention" (4.1, the quiz)."""
+"""Unusual but correct answers to the chapter "Scaled dot-product attention" (4.4, the quiz)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Wrong answers to the chapter "Scaled dot-product attention": cosine attention (4.1), the quiz.
+"""Wrong answers to the chapter "Scaled dot-product attention": cosine attention (4.4), the quiz.
 
 For ``CosineAttention`` each wrong answer is a ``forward``; the checks run it on a subclass of
 the reference, so ``__init__`` (``self.scale``, ``self.dropout``) is the given one. For a
