@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from autograder.config import LIMITS
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -53,20 +55,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--jobs", "-j", type=int, help="parallel graders (default: available cores)")
     p.add_argument("--db", help="gradebook URL, e.g. postgresql://user@host/db (default: SQLite)")
-    p.add_argument("--cell-timeout", type=int, default=60, help="CPU seconds per cell (default 60)")
     p.add_argument(
-        "--notebook-timeout", type=int, default=600, help="CPU seconds per notebook (default 600)"
+        "--cell-timeout",
+        type=int,
+        default=LIMITS.cell_timeout,
+        help=f"CPU seconds per cell (default {LIMITS.cell_timeout})",
+    )
+    p.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=LIMITS.notebook_timeout,
+        help=f"CPU seconds per notebook (default {LIMITS.notebook_timeout})",
     )
     p.add_argument(
         "--wall-factor",
         type=int,
-        help="wall-clock backstop, as a multiple of the CPU limits (default 10)",
+        default=LIMITS.wall_factor,
+        help=f"wall-clock backstop, as a multiple of the CPU limits (default {LIMITS.wall_factor})",
     )
-    p.add_argument("--memory", type=int, default=4096, help="MiB per notebook (default 4096)")
+    p.add_argument(
+        "--memory",
+        type=int,
+        default=LIMITS.memory_mb,
+        help=f"MiB per notebook (default {LIMITS.memory_mb})",
+    )
     p.add_argument(
         "--grader-cpu",
         type=int,
-        help="CPU seconds the grader itself may spend on one notebook's answers (default 120)",
+        default=LIMITS.grader_cpu_seconds,
+        help="CPU seconds the grader itself may spend on one notebook's answers "
+        f"(default {LIMITS.grader_cpu_seconds})",
     )
     p.add_argument("--shard", help="grade only shard i of n, as i/n (several machines, one --db)")
     p.add_argument("--force", action="store_true", help="regrade what is already graded")

@@ -36,6 +36,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from autograder.config import COURSE_ID, GRADESCOPE
+
 SETUP = """\
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image; the bundle is
@@ -145,8 +147,8 @@ def build(
                 {
                     "chapter": chapter,
                     "cell_timeout": course.timeout,
-                    "notebook_timeout": 600,
-                    "memory_mb": 3072,
+                    "notebook_timeout": GRADESCOPE.notebook_timeout,
+                    "memory_mb": GRADESCOPE.memory_mb,
                     "hidden_visibility": hidden_visibility,
                     "sandbox": "auto",
                 },
@@ -185,7 +187,7 @@ def _write_messages(course, chapter: str, stage: Path) -> None:
 class _BundleCourse:
     """The little of Course that grading.run needs, inside a Gradescope container."""
 
-    course_id = "attention-step-by-step"
+    course_id = COURSE_ID
 
     def __init__(self, root: Path, template: Path):
         self.root = root
