@@ -32,6 +32,7 @@ import nbformat
 from autograder import launch, questions
 from autograder import notebooks as nbs
 from autograder.config import COURSE_ID, LIMITS, config_file, nbgrader_config
+from autograder.ledger import venv_on_path
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 
@@ -72,31 +73,6 @@ def setup_note(chapter: str, lang: str = "en") -> str:
 
 class GradingError(RuntimeError):
     pass
-
-
-def venv_on_path() -> None:
-    """Prepare this process for nbgrader's Gradebook.
-
-    A new gradebook asks ``alembic`` (from PATH: make it this environment's) for the
-    schema's head revision, in a subprocess that costs 2 to 4 s of CPU. The answer depends
-    only on the installed nbgrader: it is read here, in this process, from nbgrader's own
-    migration scripts (what that subprocess reads), once per process.
-    """
-    import nbgrader.api
-
-    bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-    if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
-        nbgrader.api.get_alembic_version = functools.cache(alembic_head)
-
-
-def alembic_head() -> str:
-    """The head revision of nbgrader's gradebook schema (``alembic heads``, in process)."""
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import ALEMBIC_DIR
-
-    return ScriptDirectory(ALEMBIC_DIR).get_current_head()
 
 
 def without_password(db_url: str) -> str:
