@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         stage_book(args.dest, edition=args.edition, lang=args.lang)
         return 0
     if args.command == "launchables":
-        from autograder.launch import write_launchables
+        from autograder.launchables import write_launchables
 
         written = write_launchables(args.dest, lang=args.lang)
         print(f"wrote {len(written)} launchable notebooks and the course package to {args.dest}")
