@@ -430,8 +430,9 @@ class _Checker:
             self._run()
 
     def _run(self) -> None:
-        from checks._core import CheckError, CrashInCodeUnderTest, _run
+        from checks._core import CheckError, CrashInCodeUnderTest
         from checks._remote import Session
+        from checks._runner import _run
 
         try:
             self.listener.settimeout(self.wall)

@@ -52,7 +52,7 @@ import threading
 
 import torch
 
-from checks import _wire
+from checks import _watch, _wire
 from checks._core import CheckError, CrashInCodeUnderTest, compared, excerpt, note_mutation
 from checks._i18n import tr
 from checks._serve import TAGS, Server, dtype_named, payload_of
@@ -464,9 +464,7 @@ class RemoteNotImplementedError(CrashInCodeUnderTest, NotImplementedError):
 
 
 def _active_watches() -> list:
-    from checks import _contract
-
-    return list(_contract.ACTIVE_WATCHES)
+    return list(_watch.ACTIVE_WATCHES)
 
 
 @contextlib.contextmanager
