@@ -9,9 +9,10 @@ which runs this from the clone without activating the environment.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
-from autograder.config import LIMITS
+from autograder.config import GRADESCOPE, LIMITS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +132,25 @@ def main(argv: list[str] | None = None) -> int:
         choices=["hidden", "after_due_date", "after_published", "visible"],
         help="when students see the results of hidden tests (default: after_published)",
     )
+    p.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=GRADESCOPE.cell_timeout,
+        help=f"CPU seconds per cell (default {GRADESCOPE.cell_timeout})",
+    )
+    p.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=GRADESCOPE.notebook_timeout,
+        help="CPU seconds per notebook (default "
+        f"{GRADESCOPE.notebook_timeout}, Gradescope's own default timeout)",
+    )
+    p.add_argument(
+        "--memory",
+        type=int,
+        default=GRADESCOPE.memory_mb,
+        help=f"MiB per notebook (default {GRADESCOPE.memory_mb})",
+    )
 
     p = sub.add_parser("execute", help="re-execute chapter notebooks in place (their outputs)")
     p.add_argument("notebooks", nargs="*", type=Path)
@@ -223,7 +243,15 @@ def main(argv: list[str] | None = None) -> int:
 
         course = Course(args.course_dir)
         output = args.output or course.root / "gradescope" / f"{args.chapter}.zip"
-        path = build(course, args.chapter, output, hidden_visibility=args.hidden_visibility)
+        limits = dataclasses.replace(
+            GRADESCOPE,
+            cell_timeout=args.cell_timeout,
+            notebook_timeout=args.notebook_timeout,
+            memory_mb=args.memory,
+        )
+        path = build(
+            course, args.chapter, output, hidden_visibility=args.hidden_visibility, limits=limits
+        )
         print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
         return 0
     if args.command == "execute":

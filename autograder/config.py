@@ -7,7 +7,8 @@ What is here, and who reads it:
 - :class:`Limits`, what grading allows one notebook, with :data:`LIMITS` (the defaults of
   ``attention-course grade``, each overridden by its flag: ``--cell-timeout``,
   ``--notebook-timeout``, ``--wall-factor``, ``--memory``, ``--grader-cpu``) and
-  :data:`GRADESCOPE` (what a Gradescope bundle writes into its ``bundle.json``);
+  :data:`GRADESCOPE` (what ``attention-course gradescope`` writes into a bundle's
+  ``bundle.json``, overridden by its ``--cell-timeout``, ``--notebook-timeout``, ``--memory``);
 - :data:`FIRST_UID`, the first of the sandbox's kernel uids (``AUTOGRADER_FIRST_UID`` moves it);
 - :data:`BOOK_CELL_TIMEOUT`, the wall clock of one cell when the book's own notebooks are
   executed (``attention-course execute``, ``make outputs``);

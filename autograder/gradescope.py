@@ -36,7 +36,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from autograder.config import COURSE_ID, GRADESCOPE
+from autograder.config import COURSE_ID, GRADESCOPE, Limits
 
 SETUP = """\
 #!/usr/bin/env bash
@@ -117,9 +117,15 @@ def _requirements(lock: Path) -> str:
 
 
 def build(
-    course, chapter: str, output: Path, *, hidden_visibility: str = "after_published"
+    course,
+    chapter: str,
+    output: Path,
+    *,
+    hidden_visibility: str = "after_published",
+    limits: Limits = GRADESCOPE,
 ) -> Path:
-    """Write the bundle zip for ``chapter`` (released first if needed)."""
+    """Write the bundle zip for ``chapter`` (released first if needed), grading within
+    ``limits`` (default: :data:`autograder.config.GRADESCOPE`)."""
     from autograder import notebooks as nbs
 
     if not (course.root / "source" / chapter).is_dir():
@@ -146,9 +152,9 @@ def build(
             json.dumps(
                 {
                     "chapter": chapter,
-                    "cell_timeout": course.timeout,
-                    "notebook_timeout": GRADESCOPE.notebook_timeout,
-                    "memory_mb": GRADESCOPE.memory_mb,
+                    "cell_timeout": limits.cell_timeout,
+                    "notebook_timeout": limits.notebook_timeout,
+                    "memory_mb": limits.memory_mb,
                     "hidden_visibility": hidden_visibility,
                     "sandbox": "auto",
                 },

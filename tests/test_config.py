@@ -249,6 +249,19 @@ def test_the_gradescope_bundle_writes_the_configuration(tmp_path, monkeypatch):
     assert gradescope._BundleCourse.course_id == config.COURSE_ID
 
 
+def test_the_gradescope_command_passes_its_flags_over_the_configuration(monkeypatch):
+    """Does `attention-course gradescope` build with config.GRADESCOPE, each flag replacing
+    its value?"""
+    from autograder import gradescope
+
+    seen = []
+    monkeypatch.setattr(gradescope, "build", lambda *a, limits, **k: seen.append(limits) or "z")
+    course = ["--course-dir", str(ROOT / "_never")]
+    assert cli.main(["gradescope", "masking", *course]) == 0
+    assert cli.main(["gradescope", "masking", *course, "--memory", "2048"]) == 0
+    assert seen == [GRADESCOPE, dataclasses.replace(GRADESCOPE, memory_mb=2048)]
+
+
 # ---------------------------------------------------------------- the docs
 
 
