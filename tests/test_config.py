@@ -13,7 +13,7 @@ from pathlib import Path
 import polib
 import pytest
 
-from autograder import cli, config, grading, sandbox
+from autograder import cli, collect, config, grading, sandbox
 from autograder.config import GRADESCOPE, LIMITS
 from autograder.course import Course
 from tests import lockfile
@@ -272,6 +272,8 @@ CATALOG = ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / "book" / "instructors.po"
 def _stated() -> dict[str, str]:
     """What book/instructors.md says of each default, as patterns over its text (a space
     matches any line break)."""
+    student, whole = collect.STUDENT_ZIP, collect.CLASS_ZIP
+    assert student.max_member_bytes == whole.max_member_bytes
     stated = {
         "cell_timeout": rf"`--cell-timeout` \(default {LIMITS.cell_timeout}\)",
         "notebook_timeout": rf"`--notebook-timeout` \(default {LIMITS.notebook_timeout}\)",
@@ -280,6 +282,11 @@ def _stated() -> dict[str, str]:
         "memory_mb": rf"`--memory` \(default {LIMITS.memory_mb} MiB\)",
         "folder": rf"{LIMITS.folder_mb} MiB and {LIMITS.folder_files:,} files at most",
         "uid": rf"as uid {config.FIRST_UID} with rlimits",
+        # the zips' caps (autograder.collect, where they are defined)
+        "zips": rf"a student's at {student.max_total_bytes // 2**20} MiB and "
+        rf"{student.max_files:,} files, a class's at {whole.max_total_bytes // 2**30} GiB and "
+        rf"{whole.max_files:,} files, {student.max_member_bytes // 2**20} MiB per notebook, "
+        rf"and a compression ratio of {student.max_ratio:g}:1",
     }
     return {name: pattern.replace(" ", r"\s+") for name, pattern in stated.items()}
 
@@ -289,7 +296,7 @@ def test_the_instructors_page_states_the_configuration():
     Makefile names it)?"""
     text = INSTRUCTORS.read_text()
     missing = [name for name, pattern in _stated().items() if not re.search(pattern, text)]
-    assert not missing, f"book/instructors.md does not state these as config.py has them: {missing}"
+    assert not missing, f"book/instructors.md does not state these as the code has them: {missing}"
     index = lockfile.TORCH_INDEX
     assert f"--extra-index-url {index}" in text
 
