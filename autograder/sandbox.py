@@ -69,18 +69,17 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass
 class Limits:
-    """What one kernel and everything it starts may use."""
+    """What one kernel and everything it starts may use (defaults: autograder.config.LIMITS)."""
 
-    memory_mb: int = LIMITS.memory_mb  # address space per process, and resident memory of the tree
-    cpu_seconds: int = (
-        LIMITS.notebook_timeout
-    )  # CPU time of the tree for the notebook (and per process)
+    # address space per process, and resident memory of the whole tree
+    memory_mb: int = LIMITS.memory_mb
+    # CPU time of the whole tree for the notebook (and per process)
+    cpu_seconds: int = LIMITS.notebook_timeout
     cell_cpu_seconds: int = LIMITS.cell_timeout  # CPU time of the whole tree for one cell
     processes: int = LIMITS.processes  # processes and threads of the sandbox's user
     file_mb: int = LIMITS.file_mb  # the largest file it may write
-    folder_mb: int = (
-        LIMITS.folder_mb
-    )  # everything in its folder together (checked about once a second)
+    # everything in its folder together (checked about once a second)
+    folder_mb: int = LIMITS.folder_mb
     folder_files: int = LIMITS.folder_files  # files and folders in its folder
 
 
