@@ -108,7 +108,7 @@ def _tensors(args, kwargs, names=None) -> list[tuple[str, torch.Tensor]]:
 def invoke(fn, *args, what: str, names=None, under=None, **kwargs):
     """Call ``fn(*args, **kwargs)`` and check that it left every tensor argument unchanged.
 
-    The code under test gets copies (see :func:`checks._core._run`): a change it makes in
+    The code under test gets copies (see :func:`checks._runner._run`): a change it makes in
     place is recorded, not made, and reported here. A module's forward must leave the
     module's parameters and buffers as they were, too.
 

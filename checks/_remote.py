@@ -37,7 +37,7 @@ What the proxies keep of a local call's behaviour, and what they do not:
   call when the checks changed them, fetched again when a method (``train``, ``double``)
   changed the kernel's. A forward that changes them is undone by the server and recorded,
   like a change of an input;
-- the checks' watches (:mod:`checks._contract`'s device and size watches): a call made
+- the checks' watches (:mod:`checks._watch`: the device and size watches): a call made
   inside one runs inside the same watch in the kernel.
 
 A kernel that lies can only make *its own* calls return what it likes: the
