@@ -70,6 +70,11 @@ GRADESCOPE = Limits(notebook_timeout=600, memory_mb=3072)
 FIRST_UID = 61000
 BOOK_CELL_TIMEOUT = 600  # wall-clock seconds per cell when the book's notebooks are executed
 
+# Why a setting is what it is, written above it in nbgrader_config.py too.
+WHY = {
+    ("Execute", "kernel_name"): "Students' notebooks may name another kernel; always grade with "
+    "this environment's.",
+}
 # The stub nbgrader writes in place of a solution region.
 CODE_STUB = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
@@ -88,8 +93,7 @@ def nbgrader_config(root: Path, db_url: str | None = None, *, cell_timeout: int 
     cfg.CourseDirectory.root = str(root)
     cfg.CourseDirectory.course_id = COURSE_ID
     cfg.CourseDirectory.db_url = db_url or f"sqlite:///{Path(root) / 'gradebook.db'}"
-    # Students' notebooks may name another kernel; always grade with this environment's.
-    cfg.Execute.kernel_name = "python3"
+    cfg.Execute.kernel_name = "python3"  # see WHY
     if cell_timeout is not None:
         cfg.Execute.timeout = cell_timeout
     cfg.Execute.allow_errors = True
@@ -105,5 +109,8 @@ def config_file(cfg) -> str:
         "c = get_config()  # noqa: F821",
     ]
     for section, values in cfg.items():
-        lines += [f"c.{section}.{name} = {value!r}" for name, value in values.items()]
+        for name, value in values.items():
+            if (section, name) in WHY:
+                lines.append(f"# {WHY[section, name]}")
+            lines.append(f"c.{section}.{name} = {value!r}")
     return "\n".join(lines) + "\n"
