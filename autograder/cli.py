@@ -9,7 +9,10 @@ which runs this from the clone without activating the environment.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
+
+from autograder.config import GRADESCOPE, LIMITS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,20 +56,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--jobs", "-j", type=int, help="parallel graders (default: available cores)")
     p.add_argument("--db", help="gradebook URL, e.g. postgresql://user@host/db (default: SQLite)")
-    p.add_argument("--cell-timeout", type=int, default=60, help="CPU seconds per cell (default 60)")
     p.add_argument(
-        "--notebook-timeout", type=int, default=600, help="CPU seconds per notebook (default 600)"
+        "--cell-timeout",
+        type=int,
+        default=LIMITS.cell_timeout,
+        help=f"CPU seconds per cell (default {LIMITS.cell_timeout})",
+    )
+    p.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=LIMITS.notebook_timeout,
+        help=f"CPU seconds per notebook (default {LIMITS.notebook_timeout})",
     )
     p.add_argument(
         "--wall-factor",
         type=int,
-        help="wall-clock backstop, as a multiple of the CPU limits (default 10)",
+        default=LIMITS.wall_factor,
+        help=f"wall-clock backstop, as a multiple of the CPU limits (default {LIMITS.wall_factor})",
     )
-    p.add_argument("--memory", type=int, default=4096, help="MiB per notebook (default 4096)")
+    p.add_argument(
+        "--memory",
+        type=int,
+        default=LIMITS.memory_mb,
+        help=f"MiB per notebook (default {LIMITS.memory_mb})",
+    )
     p.add_argument(
         "--grader-cpu",
         type=int,
-        help="CPU seconds the grader itself may spend on one notebook's answers (default 120)",
+        default=LIMITS.grader_cpu_seconds,
+        help="CPU seconds the grader itself may spend on one notebook's answers "
+        f"(default {LIMITS.grader_cpu_seconds})",
     )
     p.add_argument("--shard", help="grade only shard i of n, as i/n (several machines, one --db)")
     p.add_argument("--force", action="store_true", help="regrade what is already graded")
@@ -112,6 +131,25 @@ def main(argv: list[str] | None = None) -> int:
         default="after_published",
         choices=["hidden", "after_due_date", "after_published", "visible"],
         help="when students see the results of hidden tests (default: after_published)",
+    )
+    p.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=GRADESCOPE.cell_timeout,
+        help=f"CPU seconds per cell (default {GRADESCOPE.cell_timeout})",
+    )
+    p.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=GRADESCOPE.notebook_timeout,
+        help="CPU seconds per notebook (default "
+        f"{GRADESCOPE.notebook_timeout}, Gradescope's own default timeout)",
+    )
+    p.add_argument(
+        "--memory",
+        type=int,
+        default=GRADESCOPE.memory_mb,
+        help=f"MiB per notebook (default {GRADESCOPE.memory_mb})",
     )
 
     p = sub.add_parser("execute", help="re-execute chapter notebooks in place (their outputs)")
@@ -205,7 +243,15 @@ def main(argv: list[str] | None = None) -> int:
 
         course = Course(args.course_dir)
         output = args.output or course.root / "gradescope" / f"{args.chapter}.zip"
-        path = build(course, args.chapter, output, hidden_visibility=args.hidden_visibility)
+        limits = dataclasses.replace(
+            GRADESCOPE,
+            cell_timeout=args.cell_timeout,
+            notebook_timeout=args.notebook_timeout,
+            memory_mb=args.memory,
+        )
+        path = build(
+            course, args.chapter, output, hidden_visibility=args.hidden_visibility, limits=limits
+        )
         print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
         return 0
     if args.command == "execute":
@@ -219,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         stage_book(args.dest, edition=args.edition, lang=args.lang)
         return 0
     if args.command == "launchables":
-        from autograder.launch import write_launchables
+        from autograder.launchables import write_launchables
 
         written = write_launchables(args.dest, lang=args.lang)
         print(f"wrote {len(written)} launchable notebooks and the course package to {args.dest}")

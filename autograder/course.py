@@ -31,21 +31,9 @@ import nbformat
 
 from autograder import launch, questions
 from autograder import notebooks as nbs
+from autograder.config import COURSE_ID, LIMITS, config_file, nbgrader_config
+from autograder.ledger import venv_on_path
 
-COURSE_ID = "attention-step-by-step"
-CONFIG = """\
-# Written by `python -m autograder`; edits are overwritten.
-c = get_config()  # noqa: F821
-c.CourseDirectory.root = {root!r}
-c.CourseDirectory.course_id = {course_id!r}
-c.CourseDirectory.db_url = {db_url!r}
-# Students' notebooks may name another kernel; always grade with this environment's.
-c.Execute.kernel_name = "python3"
-c.Execute.timeout = {timeout}
-c.Execute.allow_errors = True
-c.Execute.interrupt_on_timeout = True
-c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError()"}}
-"""
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 
 
@@ -87,31 +75,6 @@ class GradingError(RuntimeError):
     pass
 
 
-def venv_on_path() -> None:
-    """Prepare this process for nbgrader's Gradebook.
-
-    A new gradebook asks ``alembic`` (from PATH: make it this environment's) for the
-    schema's head revision, in a subprocess that costs 2 to 4 s of CPU. The answer depends
-    only on the installed nbgrader: it is read here, in this process, from nbgrader's own
-    migration scripts (what that subprocess reads), once per process.
-    """
-    import nbgrader.api
-
-    bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
-    if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
-        nbgrader.api.get_alembic_version = functools.cache(alembic_head)
-
-
-def alembic_head() -> str:
-    """The head revision of nbgrader's gradebook schema (``alembic heads``, in process)."""
-    from alembic.script import ScriptDirectory
-    from nbgrader.dbutil import ALEMBIC_DIR
-
-    return ScriptDirectory(ALEMBIC_DIR).get_current_head()
-
-
 def without_password(db_url: str) -> str:
     """``db_url`` without its password, which moves to this process's ``PGPASSWORD``.
 
@@ -149,7 +112,7 @@ class Course:
         self,
         root: Path = Path("_course"),
         *,
-        timeout: int = 60,
+        timeout: int = LIMITS.cell_timeout,
         db_url: str | None = None,
         lang: str = "en",
     ):
@@ -164,10 +127,8 @@ class Course:
     # ------------------------------------------------------------ nbgrader
     def write_config(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        text = CONFIG.format(
-            root=str(self.root), course_id=COURSE_ID, db_url=self.db_url, timeout=self.timeout
-        )
-        (self.root / "nbgrader_config.py").write_text(text)
+        cfg = nbgrader_config(self.root, self.db_url, cell_timeout=self.timeout)
+        (self.root / "nbgrader_config.py").write_text(config_file(cfg))
 
     def _template_path(self, chapter: str) -> Path:
         notebook = self.root / "source" / chapter / f"{chapter}.ipynb"
@@ -185,16 +146,6 @@ class Course:
             self._generate(chapter, f"sqlite:///{path.with_suffix('.partial')}", scratch=True)
             path.with_suffix(".partial").rename(path)
         return path
-
-    def _config(self, db_url: str | None = None, root: Path | None = None):
-        from traitlets.config import Config
-
-        cfg = Config()
-        cfg.CourseDirectory.root = str(root or self.root)
-        cfg.CourseDirectory.course_id = COURSE_ID
-        cfg.CourseDirectory.db_url = db_url or self.db_url
-        cfg.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
-        return cfg
 
     def _generate(self, chapter: str, db_url: str, *, scratch: bool = False) -> None:
         """nbgrader's ``generate_assignment``, in this process (no notebook is executed).
@@ -214,7 +165,7 @@ class Course:
             db.parent.mkdir(parents=True, exist_ok=True)
             db.unlink(missing_ok=True)
         venv_on_path()
-        cfg = self._config(db_url, root)
+        cfg = nbgrader_config(root, db_url)
         api = NbGraderAPI(coursedir=CourseDirectory(config=cfg), config=cfg)
         result = api.generate_assignment(chapter, force=True)
         if scratch:
@@ -351,9 +302,9 @@ class Course:
         *,
         jobs: int | None = None,
         cell_timeout: int | None = None,
-        notebook_timeout: int = 600,
+        notebook_timeout: int = LIMITS.notebook_timeout,
         wall_factor: int | None = None,
-        memory_mb: int = 4096,
+        memory_mb: int = LIMITS.memory_mb,
         grader_cpu: int | None = None,
         force: bool = False,
         shard: str | None = None,

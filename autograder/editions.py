@@ -281,13 +281,6 @@ def edition_config(text: str, edition: str) -> str:
     )
 
 
-def _write_if_changed(path: Path, data: bytes) -> None:
-    if path.exists() and path.read_bytes() == data:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
 def _sync_tree(src: Path, dest: Path) -> None:
     for path in src.rglob("*"):
         if path.is_file():
@@ -311,8 +304,10 @@ def stage_book(
         data = (root / name).read_bytes()
         if name == "_config.yml":
             text = edition_config(data.decode(), edition)
-            data = i18n_book.localize_config(text, lang, edition, root, dest).encode()
-        _write_if_changed(dest / name, data)
+            data = i18n_book.localize_config(
+                text, lang, edition, root, dest, student_title=STUDENT_TITLE
+            ).encode()
+        nbs.write_if_changed(dest / name, data)
     for name in STATIC:
         if (root / name).is_dir():
             _sync_tree(root / name, dest / name)
@@ -327,12 +322,12 @@ def stage_book(
             nb.cells = launch.with_setup(edition_cells(nb, edition), root)
             page = path.relative_to(root).with_suffix("").as_posix()
             nb = i18n_book.localize_notebook(nb, lang, page, root)
-            _write_if_changed(target, nbformat.writes(nb).encode())
+            nbs.write_if_changed(target, nbformat.writes(nb).encode())
         elif path.suffix == ".md" and is_myst_notebook(path.read_text()):
             # A page written as a MyST notebook (the introduction) gets the setup cell too.
-            _write_if_changed(target, with_setup_cell(path.read_text(), root).encode())
+            nbs.write_if_changed(target, with_setup_cell(path.read_text(), root).encode())
         else:
-            _write_if_changed(target, path.read_bytes())
+            nbs.write_if_changed(target, path.read_bytes())
     i18n_book.stage_catalogs(dest, lang, root)
 
 
@@ -522,8 +517,8 @@ def _write_downloads(app, exception):
         nb = downloadable(read_page(path))
         nb = i18n_sphinx.translate_download(app, docname, nb)  # the build's language
         target = sources / f"{docname}.ipynb"
-        _write_if_changed(target, nbformat.writes(nb).encode())
-        _write_if_changed(target.with_suffix(".md"), to_myst(nb).encode())
+        nbs.write_if_changed(target, nbformat.writes(nb).encode())
+        nbs.write_if_changed(target.with_suffix(".md"), to_myst(nb).encode())
 
 
 def setup(app):

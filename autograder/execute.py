@@ -15,6 +15,7 @@ from nbclient import NotebookClient
 from nbval.plugin import coalesce_streams
 
 from autograder import notebooks as nbs
+from autograder.config import BOOK_CELL_TIMEOUT
 
 KEEP_CELL_METADATA = ("tags", "nbgrader", "mystnb")  # mystnb: alt text and figure captions
 # Figures at twice the pixel density, with their display size in the output's metadata (which
@@ -39,7 +40,7 @@ def normalize(nb: nbformat.NotebookNode) -> None:
             cell.outputs = coalesce_streams(cell.outputs)
 
 
-def execute(paths: list[Path] | None = None, timeout: int = 600) -> None:
+def execute(paths: list[Path] | None = None, timeout: int = BOOK_CELL_TIMEOUT) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(nbs.ROOT), os.environ.get("PYTHONPATH", "")) if p
     )

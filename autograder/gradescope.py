@@ -36,6 +36,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from autograder.config import COURSE_ID, GRADESCOPE, Limits
+
 SETUP = """\
 #!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image; the bundle is
@@ -115,9 +117,15 @@ def _requirements(lock: Path) -> str:
 
 
 def build(
-    course, chapter: str, output: Path, *, hidden_visibility: str = "after_published"
+    course,
+    chapter: str,
+    output: Path,
+    *,
+    hidden_visibility: str = "after_published",
+    limits: Limits = GRADESCOPE,
 ) -> Path:
-    """Write the bundle zip for ``chapter`` (released first if needed)."""
+    """Write the bundle zip for ``chapter`` (released first if needed), grading within
+    ``limits`` (default: :data:`autograder.config.GRADESCOPE`)."""
     from autograder import notebooks as nbs
 
     if not (course.root / "source" / chapter).is_dir():
@@ -144,9 +152,9 @@ def build(
             json.dumps(
                 {
                     "chapter": chapter,
-                    "cell_timeout": course.timeout,
-                    "notebook_timeout": 600,
-                    "memory_mb": 3072,
+                    "cell_timeout": limits.cell_timeout,
+                    "notebook_timeout": limits.notebook_timeout,
+                    "memory_mb": limits.memory_mb,
                     "hidden_visibility": hidden_visibility,
                     "sandbox": "auto",
                 },
@@ -185,7 +193,7 @@ def _write_messages(course, chapter: str, stage: Path) -> None:
 class _BundleCourse:
     """The little of Course that grading.run needs, inside a Gradescope container."""
 
-    course_id = "attention-step-by-step"
+    course_id = COURSE_ID
 
     def __init__(self, root: Path, template: Path):
         self.root = root

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.collect import Submission, collect, prepare  # noqa: F401  (moved; re-exported)
+from autograder.config import LIMITS
 from autograder.jobs import (  # noqa: F401  (re-exported)
     COPY_BACK_MAX_BYTES,
     _job_root,
@@ -64,15 +65,12 @@ from autograder.pool import Worker
 @dataclass
 class Settings:
     jobs: int
-    cell_timeout: int = 60  # CPU seconds per cell (wall clock without the sandbox)
-    notebook_timeout: int = 600  # CPU seconds per notebook (wall clock without the sandbox)
-    # The wall-clock backstop, as a multiple of the two limits above: only a notebook that
-    # sleeps or waits (not one on a busy machine) should ever reach it.
-    wall_factor: int = 10
-    memory_mb: int = 4096
-    # CPU seconds the grading worker itself may spend on one notebook (reading the kernel's
-    # answers, running the checks, nbgrader's own work): a few seconds for honest work.
-    grader_cpu_seconds: int = 120
+    # The limits (what each means: autograder.config.Limits), by default the configuration's.
+    cell_timeout: int = LIMITS.cell_timeout
+    notebook_timeout: int = LIMITS.notebook_timeout
+    wall_factor: int = LIMITS.wall_factor
+    memory_mb: int = LIMITS.memory_mb
+    grader_cpu_seconds: int = LIMITS.grader_cpu_seconds
     force: bool = False
     shard: tuple[int, int] = (1, 1)
     # True: every kernel in bubblewrap (autograder.sandbox); "user": another user and rlimits

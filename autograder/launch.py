@@ -18,9 +18,9 @@ chapter folder it also sets ``ATTENTION_COURSE_GRADED`` (:mod:`checks._quiz`): t
 questions' self-checks say only that an answer was recorded, even where the course is
 installed beside the release (a release uploaded to Colab).
 
-``python -m autograder launchables DEST`` writes the tree that Colab, Binder
-and JupyterHub open (published by ``.github/workflows/publish.yml`` to the
-branch ``repository.launch_branch``)::
+``python -m autograder launchables DEST`` (:mod:`autograder.launchables`) writes the tree
+that Colab, Binder and JupyterHub open (published by ``.github/workflows/publish.yml`` to
+the branch ``repository.launch_branch``)::
 
     <chapter>.ipynb     workbooks (autograder.editions.workbook): stubs and self-checks that
                         test the student's code, the reference one explicit step away
@@ -36,7 +36,6 @@ without installing anything; Colab, which opens the notebook alone, installs.
 
 from __future__ import annotations
 
-import copy
 import re
 import shutil
 import tomllib
@@ -306,40 +305,6 @@ def with_plain_figures(
     return used
 
 
-def launchable(
-    nb: nbformat.NotebookNode, root: Path = nbs.ROOT, lang: str = "en", page: str = ""
-) -> nbformat.NotebookNode:
-    """A chapter as Colab, Binder and a hub open it: the workbook of the student edition (see
-    :func:`autograder.editions.workbook`), with the setup cell and plain figures. ``lang``:
-    its language, from the catalogs of ``page`` (``book/<chapter>``, autograder.i18n)."""
-    from autograder.editions import edition_cells, workbook
-    from autograder.i18n.pages import translate_notebook
-
-    nb = copy.deepcopy(nb)
-    nb.cells = edition_cells(nb, "student")
-    nb = workbook(nb)
-    for cell in nb.cells:
-        if cell.cell_type == "code":  # the book's page metadata means nothing here
-            cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "mystnb")}
-    nb.cells = with_setup(nb.cells, root)
-    nb = translate_notebook(nb, lang, page, root)
-    with_plain_figures(nb)
-    return nb
-
-
-def intro_notebook(root: Path = nbs.ROOT, lang: str = "en") -> nbformat.NotebookNode | None:
-    """The introduction (a MyST notebook) as a notebook with the setup cell, if it has code."""
-    from autograder.editions import is_myst_notebook, read_page, workbook
-    from autograder.i18n.pages import translate_notebook
-
-    path = root / f"{nbs.toc_files(root)[0]}.md"
-    if not path.exists() or not is_myst_notebook(path.read_text()):
-        return None
-    nb = workbook(read_page(path))
-    nb.cells = with_setup(nb.cells, root)
-    return translate_notebook(nb, lang, nbs.toc_files(root)[0], root)
-
-
 README = """\
 # Attention, Step by Step: the notebooks to run
 
@@ -356,51 +321,3 @@ checks of the questions say whether an answer is right, with a hint if it is not
 The first cell of each notebook installs the course where it is missing. The code is under
 the MIT licence (LICENSE), the text under CC BY-SA 4.0 (LICENSE-text).
 """
-
-
-def write_launchables(dest: Path, root: Path = nbs.ROOT, lang: str = "en") -> list[Path]:
-    """Write the launchable tree (see the module docstring) to ``dest``; return the notebooks.
-    ``lang``: their language (the publishing workflow writes Chinese to ``zh/``)."""
-    from autograder.i18n import gettext
-
-    dest = Path(dest).resolve()
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    for name in COPIED:
-        src = root / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=IGNORE)
-        elif src.exists():
-            shutil.copy(src, dest / name)
-    for package in ("checks", "solutions"):
-        shutil.copytree(root / package, dest / package, ignore=IGNORE)
-    repo = repository(root)
-    hub = (config(root).get("launch_buttons") or {}).get("jupyterhub_url")
-    hub_link = (
-        nbgitpuller_link(hub, root)
-        if hub
-        else f"`{nbgitpuller_link('https://HUB', root)}`, with your hub's address for HUB"
-    )
-    (dest / "README.md").write_text(
-        gettext(lang, README, root).format(
-            url=repo["url"],
-            branch=repo["branch"],
-            hub_link=hub_link,
-            requirement=course_requirement(root),
-        )
-    )
-    written = []
-    intro = intro_notebook(root, lang)
-    if intro is not None:
-        target = dest / f"{Path(nbs.toc_files(root)[0]).name}.ipynb"
-        nbformat.write(intro, target)
-        written.append(target)
-    for path in nbs.chapter_notebooks(root):
-        page = path.relative_to(root).with_suffix("").as_posix()
-        nb = launchable(nbs.read(path), root, lang, page)
-        target = dest / path.name
-        nbformat.write(nb, target)
-        with_plain_figures(nbs.read(path), dest, lang)  # the image files the notebook shows
-        written.append(target)
-    return written

@@ -3,15 +3,44 @@
 Workers grade in private course folders with gradebooks of their own; :class:`Ledger`
 merges each finished job into the course's gradebook (SQLite or PostgreSQL) in one
 transaction, with the SHA-256 of the notebook in the table ``attention_graded``, so that a
-rerun skips what is graded and unchanged.
+rerun skips what is graded and unchanged. :func:`venv_on_path` prepares a process (this
+one, the CLI's, the feedback pages') for nbgrader's ``Gradebook``.
 """
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 from autograder.collect import Submission
+
+
+def venv_on_path() -> None:
+    """Prepare this process for nbgrader's Gradebook.
+
+    A new gradebook asks ``alembic`` (from PATH: make it this environment's) for the
+    schema's head revision, in a subprocess that costs 2 to 4 s of CPU. The answer depends
+    only on the installed nbgrader: it is read here, in this process, from nbgrader's own
+    migration scripts (what that subprocess reads), once per process.
+    """
+    import nbgrader.api
+
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([bindir, os.environ.get("PATH", "")])
+    if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
+        nbgrader.api.get_alembic_version = functools.cache(alembic_head)
+
+
+def alembic_head() -> str:
+    """The head revision of nbgrader's gradebook schema (``alembic heads``, in process)."""
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import ALEMBIC_DIR
+
+    return ScriptDirectory(ALEMBIC_DIR).get_current_head()
 
 
 def _graded_table():
@@ -56,8 +85,6 @@ class Ledger:
 
     def __init__(self, db_url: str, course_id: str):
         from nbgrader.api import Gradebook
-
-        from autograder.course import venv_on_path
 
         venv_on_path()
 

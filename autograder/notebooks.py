@@ -143,3 +143,12 @@ def saved_module(cell) -> str | None:
         return None
     match = SAVE_LINE.match(cell.source.splitlines()[0].strip())
     return match["module"] if match else None
+
+
+def write_if_changed(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` unless it holds exactly that (its time then stays, and a
+    build that watches times rebuilds nothing)."""
+    if path.exists() and path.read_bytes() == data:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)

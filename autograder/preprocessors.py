@@ -34,6 +34,7 @@ from nbgrader import utils
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Unicode
 
+from autograder.config import LIMITS
 from autograder.notebooks import DEMO_TAG
 
 
@@ -329,7 +330,7 @@ class CheckedExecute(CpuTimedExecute):
         # ``path`` is the socket just bound (no link can stand in its place).
         os.chmod(path, 0o777)
         listener.listen(1)
-        wall = float(self.timeout or 600)
+        wall = float(self.timeout or LIMITS.notebook_timeout)
         checker = _Checker(listener, calls, wall * self.DEADLINE_FRACTION)
         # The checks speak the notebook's language (its metadata; checks/_i18n.py): words only.
         checker.language = (self.nb.metadata or {}).get("language")
@@ -429,8 +430,9 @@ class _Checker:
             self._run()
 
     def _run(self) -> None:
-        from checks._core import CheckError, CrashInCodeUnderTest, _run
+        from checks._core import CheckError, CrashInCodeUnderTest
         from checks._remote import Session
+        from checks._runner import _run
 
         try:
             self.listener.settimeout(self.wall)

@@ -45,13 +45,14 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
-from autograder import records
+from autograder import config, records
+from autograder.config import LIMITS
 
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # uids FIRST_UID + worker index: no account has them on Debian. Two grading runs on one
 # machine (two checkouts' tests side by side) must not share uids: the user-only mode kills
 # every process of its uid, and RLIMIT_NPROC counts them all. AUTOGRADER_FIRST_UID moves them.
-FIRST_UID = int(os.environ.get("AUTOGRADER_FIRST_UID", "61000"))
+FIRST_UID = int(os.environ.get("AUTOGRADER_FIRST_UID", str(config.FIRST_UID)))
 TMP_BYTES = 256 * 2**20
 RLIMIT_CPU_MARGIN = 30  # CPU seconds the per-process rlimit allows beyond the tree's limit
 # Imported by every kernel before its first cell, so that a cell's CPU time is its own work:
@@ -68,15 +69,18 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass
 class Limits:
-    """What one kernel and everything it starts may use."""
+    """What one kernel and everything it starts may use (defaults: autograder.config.LIMITS)."""
 
-    memory_mb: int = 4096  # address space per process, and resident memory of the whole tree
-    cpu_seconds: int = 600  # CPU time of the whole tree for the notebook (and per process)
-    cell_cpu_seconds: int = 60  # CPU time of the whole tree for one cell
-    processes: int = 256  # processes and threads of the sandbox's user
-    file_mb: int = 64  # the largest file it may write
-    folder_mb: int = 256  # everything in its folder together (checked about once a second)
-    folder_files: int = 2000  # files and folders in its folder
+    # address space per process, and resident memory of the whole tree
+    memory_mb: int = LIMITS.memory_mb
+    # CPU time of the whole tree for the notebook (and per process)
+    cpu_seconds: int = LIMITS.notebook_timeout
+    cell_cpu_seconds: int = LIMITS.cell_timeout  # CPU time of the whole tree for one cell
+    processes: int = LIMITS.processes  # processes and threads of the sandbox's user
+    file_mb: int = LIMITS.file_mb  # the largest file it may write
+    # everything in its folder together (checked about once a second)
+    folder_mb: int = LIMITS.folder_mb
+    folder_files: int = LIMITS.folder_files  # files and folders in its folder
 
 
 @dataclass

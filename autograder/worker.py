@@ -31,7 +31,6 @@ import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-COURSE_ID = "attention-step-by-step"
 STUDENT_OUTPUTS = "student-outputs.ipynb"  # in the job's root, outside every sandbox
 
 
@@ -53,9 +52,9 @@ def grade(job: dict) -> dict:
         LimitOutput,
         SaveAutoGrades,
     )
-    from traitlets.config import Config
 
     from autograder import records
+    from autograder.config import LIMITS, nbgrader_config
     from autograder.preprocessors import (
         CapOutput,
         CheckedExecute,
@@ -65,11 +64,7 @@ def grade(job: dict) -> dict:
     )
 
     root = Path(job["root"])
-    cfg = Config()
-    cfg.CourseDirectory.root = str(root)
-    cfg.CourseDirectory.course_id = COURSE_ID
-    cfg.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
-    cfg.Execute.kernel_name = "python3"
+    cfg = nbgrader_config(root)  # the job's own gradebook, root/gradebook.db
     cell_cpu = job["cell_timeout"]
     wall_factor = job["wall_factor"]  # autograder.grading.Settings.wall_factor
     if job.get("sandbox", True):
@@ -82,8 +77,8 @@ def grade(job: dict) -> dict:
                 "uid": FIRST_UID + job.get("slot", 0) if os.geteuid() == 0 else None,
                 "namespaces": job.get("sandbox") != "user",
                 "limits": Limits(
-                    memory_mb=job.get("memory_mb", 4096),
-                    cpu_seconds=job.get("notebook_timeout", 600),
+                    memory_mb=job.get("memory_mb", LIMITS.memory_mb),
+                    cpu_seconds=job.get("notebook_timeout", LIMITS.notebook_timeout),
                     cell_cpu_seconds=cell_cpu,
                 ),
             },
@@ -92,8 +87,6 @@ def grade(job: dict) -> dict:
         cfg.Execute.timeout = cell_cpu * wall_factor
     else:  # trusted code only: the kernel runs as this user
         cfg.Execute.timeout = cell_cpu
-    cfg.Execute.allow_errors = True
-    cfg.Execute.interrupt_on_timeout = True
     cfg.Execute.skip_cells_with_tag = SkipDemos.SKIP
     # A busy machine can delay a finished cell's output by seconds; nbgrader's default
     # (then an error) would turn correct work into a failure. Wait as long as the cell may.

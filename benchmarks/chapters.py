@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autograder import notebooks as nbs  # noqa: E402
+from autograder.config import BOOK_CELL_TIMEOUT  # noqa: E402
 from autograder.course import Course  # noqa: E402
 
 
@@ -41,7 +42,10 @@ def run_notebook(path: Path) -> tuple[float, float]:
     nb = nbformat.read(path, as_version=4)
     os.environ["PYTHONPATH"] = str(ROOT)  # the kernel imports checks and solutions from here
     client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        timeout=BOOK_CELL_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
     )
     start = time.perf_counter()
     with client.setup_kernel():

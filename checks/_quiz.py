@@ -39,7 +39,7 @@ import importlib
 import os
 import re
 
-from checks._core import CheckError
+from checks._errors import CheckError
 from checks._i18n import tr
 
 KEYS_MODULE = "solutions.answers"  # generated; never in a released chapter folder

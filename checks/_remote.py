@@ -37,7 +37,7 @@ What the proxies keep of a local call's behaviour, and what they do not:
   call when the checks changed them, fetched again when a method (``train``, ``double``)
   changed the kernel's. A forward that changes them is undone by the server and recorded,
   like a change of an input;
-- the checks' watches (:mod:`checks._contract`'s device and size watches): a call made
+- the checks' watches (:mod:`checks._watch`: the device and size watches): a call made
   inside one runs inside the same watch in the kernel.
 
 A kernel that lies can only make *its own* calls return what it likes: the
@@ -52,7 +52,7 @@ import threading
 
 import torch
 
-from checks import _wire
+from checks import _watch, _wire
 from checks._core import CheckError, CrashInCodeUnderTest, compared, excerpt, note_mutation
 from checks._i18n import tr
 from checks._serve import TAGS, Server, dtype_named, payload_of
@@ -464,9 +464,7 @@ class RemoteNotImplementedError(CrashInCodeUnderTest, NotImplementedError):
 
 
 def _active_watches() -> list:
-    from checks import _contract
-
-    return list(_contract.ACTIVE_WATCHES)
+    return list(_watch.ACTIVE_WATCHES)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ import socket
 
 import torch
 
-from checks import _wire
+from checks import _watch, _wire
 from checks._core import CheckError, crash_line, excerpt, real_number
 from checks._i18n import tr
 from checks._wire import RemoteError, tensors_of
@@ -243,8 +243,6 @@ class Server:
         return token
 
     def call(self, request: dict):
-        from checks import _contract
-
         target = self.objects[request["ref"]]
         module = self.objects.get(request.get("module"))
         if module is not None and request.get("state"):
@@ -260,7 +258,7 @@ class Server:
             torch.set_rng_state(rng[0])
             if len(rng) > 1 and torch.cuda.is_available():
                 torch.cuda.set_rng_state_all(rng[1:])
-        self.watches = [_contract.WATCHES[name]() for name in request.get("watches", [])]
+        self.watches = [_watch.WATCHES[name]() for name in request.get("watches", [])]
         # The module's tensors belong to the checks: a call that changes them in place is
         # undone (and reported), so that what the checks compute from them stays theirs.
         before = self.fingerprint(module) if module is not None else {}

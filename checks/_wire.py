@@ -39,7 +39,7 @@ import struct
 
 import torch
 
-from checks._core import CheckError
+from checks._errors import CheckError
 from checks._i18n import tr
 
 MAX_FRAME = 512 * 2**20  # the largest message either side accepts, tensors included

@@ -18,6 +18,8 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parent.parent
 DEV = ROOT / "requirements.lock"
 GRADER = ROOT / "requirements-grader.lock"
+# PyTorch's CPU index, written once: TORCH_INDEX in the Makefile (`make lock` puts it in both).
+TORCH_INDEX = re.search(r"^TORCH_INDEX := (\S+)$", (ROOT / "Makefile").read_text(), re.M)[1]
 
 
 @dataclass(frozen=True)

@@ -511,12 +511,12 @@ def test_launch_buttons(reader, student, tmp_path):
     with a JupyterHub button only if a hub is set, while the student edition has none?"""
     import yaml
 
-    from autograder import launch
+    from autograder import launchables
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     branch = config["repository"]["launch_branch"]
     hub = (config.get("launch_buttons") or {}).get("jupyterhub_url")
-    tree = {p.name for p in launch.write_launchables(tmp_path / "launch")}
+    tree = {p.name for p in launchables.write_launchables(tmp_path / "launch")}
     for name in [PAGES[0], *CHAPTERS]:
         links = _parse(reader / f"{name}.html").links
         notebook = f"{Path(name).name}.ipynb"

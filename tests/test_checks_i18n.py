@@ -10,7 +10,7 @@ import pytest
 import checks
 from autograder import i18n
 from autograder.i18n import catalogs
-from checks import CheckError, _core, _i18n
+from checks import CheckError, _i18n, _runner
 from checks._core import REGISTRY
 from tests.wrong import load, reference
 
@@ -256,7 +256,7 @@ def _answer(group, value, lang):
     lines = []
     with _i18n.using(lang):
         try:
-            _core._run(group, lambda: value, ["cpu"], True, lines.append)
+            _runner._run(group, lambda: value, ["cpu"], True, lines.append)
         except CheckError as err:
             return False, "\n".join([*lines, str(err)])
     return True, "\n".join(lines)

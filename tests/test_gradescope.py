@@ -71,7 +71,7 @@ def test_the_bundle_installs_the_grader_lock(tmp_path):
     assert pins == lockfile.pins(lockfile.GRADER) and all(p.hashes for p in pins.values())
     assert {"torch", "nbgrader", "jupyter-client", "ipykernel"} <= set(pins)
     assert not {"jupyter-book", "sphinx", "pytest", "playwright", "ruff"} & set(pins)
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lockfile.options(
+    assert f"--extra-index-url {lockfile.TORCH_INDEX}" in lockfile.options(
         tmp_path / "requirements.txt"
     )
 

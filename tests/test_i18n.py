@@ -17,7 +17,7 @@ import nbformat
 import polib
 import pytest
 
-from autograder import i18n, launch
+from autograder import i18n, launch, launchables
 from autograder import notebooks as nbs
 from autograder.editions import (
     MODEL_ANSWER_SUMMARY,
@@ -423,8 +423,8 @@ def test_launchables_and_release_in_chinese_keep_grades(tmp_path):
 
     path = nbs.notebook_path("masking")
     en, zh = (
-        launch.launchable(nbs.read(path)),
-        launch.launchable(nbs.read(path), lang=ZH, page="book/masking"),
+        launchables.launchable(nbs.read(path)),
+        launchables.launchable(nbs.read(path), lang=ZH, page="book/masking"),
     )
     assert _code(en) == _code(zh)
     assert YOUR_ANSWER["student"] in [c.source for c in en.cells]
@@ -444,7 +444,7 @@ def test_launchables_and_release_in_chinese_keep_grades(tmp_path):
 
 
 def test_chinese_launch_folder(tmp_path):
-    written = launch.write_launchables(tmp_path / "zh", lang=ZH)
+    written = launchables.write_launchables(tmp_path / "zh", lang=ZH)
     chapters = {p.name for p in nbs.chapter_notebooks()}
     assert {p.name for p in written} == chapters | {"intro.ipynb"}
     assert "开始之前" in nbformat.writes(nbs.read(tmp_path / "zh" / "intro.ipynb"))
@@ -458,7 +458,7 @@ def test_chinese_launch_folder(tmp_path):
     assert urls["Colab"].endswith("/blob/notebooks/zh/masking.ipynb")
     # the setup cell chooses the self-checks' language (Colab's kernel cannot read the
     # notebook's): the one line by which it differs from the English one
-    english = launch.write_launchables(tmp_path / "en")
+    english = launchables.write_launchables(tmp_path / "en")
     setups = [
         next(c.source for c in nbs.read(p).cells if launch.is_setup(c))
         for p in (tmp_path / "zh" / "masking.ipynb", tmp_path / "en" / "masking.ipynb")
@@ -522,7 +522,7 @@ def test_pages_not_fully_translated_say_so(monkeypatch):
     from autograder.i18n.sphinx import INCOMPLETE, incomplete, incomplete_notice
 
     listed = [d for d in catalogs.manifest(ZH) if d != "book/masking"]
-    monkeypatch.setattr(catalogs, "manifest", lambda code, root=ROOT: listed)
+    monkeypatch.setattr(i18n, "manifest", lambda code, root=ROOT: listed)
     assert incomplete(ZH, "book/masking") and not incomplete(ZH, "book/glossary")
     assert not incomplete(ZH, "search")
     notice = incomplete_notice(ZH)

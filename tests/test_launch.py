@@ -33,7 +33,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from autograder import launch
+from autograder import launch, launchables
 from autograder import notebooks as nbs
 from autograder.editions import INTERNAL, downloadable, stage_book, stub_source
 from tests import lockfile
@@ -262,7 +262,7 @@ def test_every_notebook_a_student_opens_starts_with_the_setup_cell(tmp_path):
             found[f"{edition}/{name}"] = downloadable(
                 nbs.read(tmp_path / edition / "book" / f"{name}.ipynb")
             )
-    launch.write_launchables(tmp_path / "launch")
+    launchables.write_launchables(tmp_path / "launch")
     for name in [*CHAPTERS, "intro"]:
         found[f"launch/{name}"] = nbs.read(tmp_path / "launch" / f"{Path(name).name}.ipynb")
     for edition in ("reader", "student"):  # the introduction, a MyST notebook, and its .ipynb
@@ -283,7 +283,7 @@ def test_launchables_hold_stubs_and_self_checks_only(tmp_path):
     """Do the notebooks Colab, Binder and a hub open have every stub and visible self-check, and
     no solution region, hidden test, reference import or output; and does the tree hold the
     course package without checks/hidden or autograder/?"""
-    launch.write_launchables(tmp_path)
+    launchables.write_launchables(tmp_path)
     for path in nbs.chapter_notebooks():
         source = nbs.read(path)
         nb = nbs.read(tmp_path / path.name)
@@ -341,7 +341,7 @@ def test_launch_links_open_the_launchable_notebooks(tmp_path):
         f"https://mybinder.org/v2/gh/{org}/{name}/{branch}?urlpath=lab/tree/masking.ipynb"
     )
     assert "JupyterHub" not in urls  # no hub configured: no button
-    written = {p.name for p in launch.write_launchables(tmp_path / "launch")}
+    written = {p.name for p in launchables.write_launchables(tmp_path / "launch")}
     for page in ("intro", *CHAPTERS):
         for url in launch.launch_urls(Path(page).name).values():
             assert url.endswith(".ipynb") and url.rsplit("/", 1)[-1] in written, url
@@ -367,8 +367,8 @@ def test_binder_environment_matches_the_lock():
         if ln.strip() and not ln.startswith("#")
     ]
     torch = Version(lockfile.pins()["torch"].version)  # 2.13.0+cpu: the CPU index's build
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lockfile.options()
-    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+    assert f"--extra-index-url {lockfile.TORCH_INDEX}" in lockfile.options()
+    assert f"--extra-index-url {lockfile.TORCH_INDEX}" in lines
     assert f"torch=={torch.public}" in lines
     assert "." in lines
     assert (ROOT / "binder" / "runtime.txt").read_text().strip() == "python-3.11"
@@ -667,7 +667,7 @@ def test_binder_installs_the_launch_tree_and_a_launched_chapter_runs(bare, tmp_p
     env = bare_env(python, ATTENTION_COURSE_PACKAGE="/nonexistent/must-not-be-installed")
     start = time.monotonic()
     tree = tmp_path / "launch"
-    launch.write_launchables(tree)
+    launchables.write_launchables(tree)
     subprocess.run(
         [python, "-m", "pip", "install", "-r", "binder/requirements.txt"],
         cwd=tree,
@@ -698,7 +698,8 @@ def test_binder_installs_the_launch_tree_and_a_launched_chapter_runs(bare, tmp_p
 def test_figures_are_plain_markdown_images_outside_the_book(tmp_path):
     """Do launchable and released notebooks show each figure as a Markdown image, with its
     alt text, caption and SVG file beside them, instead of a MyST directive Jupyter can't draw?"""
-    from autograder.launch import launchable, plain_figures, with_plain_figures
+    from autograder.launch import plain_figures, with_plain_figures
+    from autograder.launchables import launchable
 
     source = (
         "```{figure} figures/x.svg\n:name: fig-x\n:alt: A mask [0, 1] as a picture\n\n"
@@ -720,7 +721,8 @@ def test_a_hint_is_folded_outside_the_book():
     text) a closed <details> in the workbooks, with its title translated like the page's
     other messages, while an admonition that is not a dropdown is left alone?"""
     from autograder.i18n.pages import translate_cells
-    from autograder.launch import launchable, plain_dropdowns
+    from autograder.launch import plain_dropdowns
+    from autograder.launchables import launchable
 
     source = (
         "Before.\n\n```{admonition} Hint\n:class: dropdown\n\nA $x$ nudge,\non two lines.\n```"

@@ -7,8 +7,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.collect import Submission
-from autograder.course import COURSE_ID, alembic_head, venv_on_path
-from autograder.ledger import Ledger
+from autograder.config import COURSE_ID
+from autograder.ledger import Ledger, alembic_head, venv_on_path
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's autoflush

@@ -31,7 +31,7 @@ import tests.wrong
 from autograder import notebooks as nbs
 from autograder import questions
 from checks import CheckError, _quiz
-from checks._core import _run
+from checks._runner import _run
 
 checks.groups()  # the hidden groups too
 QUESTIONS = questions.questions()
@@ -246,13 +246,13 @@ def no_key_problems(folder: Path) -> list[str]:
 RELEASED_CHECKS = """\
 import json, sys
 import checks
-from checks import _core, _quiz
+from checks import _core, _quiz, _runner
 out = {}
 for group, values in json.loads(sys.argv[1]).items():
     lines = []
     for value in values:
         try:
-            _core._run(group, lambda: value, ["cpu"], True, lines.append)
+            _runner._run(group, lambda: value, ["cpu"], True, lines.append)
         except _core.CheckError as err:
             lines.append("ERROR " + str(err))
     out[group] = lines

@@ -20,8 +20,9 @@ import torch
 import checks
 import checks._remote
 import tests.unusual
-from checks._core import REGISTRY, CheckError, _run
+from checks._core import REGISTRY, CheckError
 from checks._remote import Session
+from checks._runner import _run
 from tests.wrong import load
 
 ROOT = Path(__file__).resolve().parent.parent

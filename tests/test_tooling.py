@@ -235,7 +235,7 @@ def test_the_table_of_contents_is_parsed_once(monkeypatch):
 
 
 MAKEFILE = (nbs.ROOT / "Makefile").read_text()
-TORCH_INDEX = re.search(r"^TORCH_INDEX := (\S+)$", MAKEFILE, re.M)[1]
+TORCH_INDEX = lockfile.TORCH_INDEX
 LOCKS = pytest.mark.parametrize(
     "lock, extras",
     [(lockfile.DEV, ("grader", "dev")), (lockfile.GRADER, ("grader",))],

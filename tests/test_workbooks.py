@@ -26,7 +26,7 @@ import nbformat
 import pytest
 
 import tests.wrong as wrong_answers
-from autograder import launch, questions
+from autograder import launch, launchables, questions
 from autograder import notebooks as nbs
 from autograder.editions import downloadable, stage_book, to_myst
 from autograder.questions import REVEALS_TAG
@@ -56,7 +56,7 @@ def staged(tmp_path_factory):
     base = tmp_path_factory.mktemp("forms")
     for edition in ("reader", "student"):
         stage_book(base / edition, edition=edition)
-    launch.write_launchables(base / "launch")
+    launchables.write_launchables(base / "launch")
     return base
 
 
@@ -415,7 +415,7 @@ def _text(cell) -> str:
 @pytest.fixture(scope="module")
 def launch_tree(tmp_path_factory):
     tree = tmp_path_factory.mktemp("launch") / "tree"
-    launch.write_launchables(tree)
+    launchables.write_launchables(tree)
     return tree
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +53,8 @@ LANGUAGES = {
 }
 LOCALE = "locale"
 COURSE = "course"  # the domain of the tools' own messages
+MANIFEST = "translated.txt"  # in locale/<locale>/
+TERMS = "terms.tsv"
 # Where a translated image is (Sphinx's `figure_language_filename`, set in a translated build):
 # book/figures/zh_CN/masking.svg for book/figures/masking.svg. make_diagrams.py draws the
 # diagrams there; a translated build, download or release shows it where it exists.
@@ -118,3 +121,46 @@ def localized_figure(path: Path, code: str) -> Path:
         )
     )  # fmt: skip
     return translated if translated.is_file() else path
+
+
+def manifest(code: str, root: Path = nbs.ROOT) -> list[str]:
+    """The catalogs that must be complete: ``locale/<locale>/translated.txt``, one a line."""
+    path = root / LOCALE / language(code).locale / MANIFEST
+    if not path.exists():
+        return []
+    lines = [line.split("#", 1)[0].strip() for line in path.read_text().splitlines()]
+    return [line for line in lines if line]
+
+
+@dataclass(frozen=True)
+class Term:
+    english: tuple[str, ...]  # the forms that count: "query", "queries"
+    chinese: tuple[str, ...]  # accepted renderings, the first one the glossary's
+    glossary: str  # the entry of book/glossary.md it belongs to, or ""
+    line: int
+
+    @property
+    def pattern(self) -> re.Pattern:
+        forms = "|".join(
+            r"[\s-]+".join(re.escape(w) for w in re.split(r"[\s-]+", f)) for f in self.english
+        )
+        return re.compile(rf"(?<![\w-])(?:{forms})(?![\w-])", re.IGNORECASE)
+
+
+def terms(code: str, root: Path = nbs.ROOT) -> list[Term]:
+    """``locale/<locale>/terms.tsv``: english forms | chinese renderings | glossary entry."""
+    path = root / LOCALE / language(code).locale / TERMS
+    found = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        english, chinese, glossary = (line.split("\t") + ["", ""])[:3]
+        found.append(
+            Term(
+                tuple(f.strip() for f in english.split("|")),
+                tuple(c.strip() for c in chinese.split("|")),
+                glossary.strip(),
+                n,
+            )
+        )
+    return found

@@ -33,18 +33,24 @@ SEARCH_WORDS = "locale/search-words.txt"  # in the stage
 
 
 def localize_config(
-    text: str, code: str, edition: str, root: Path = nbs.ROOT, dest: Path | None = None
+    text: str,
+    code: str,
+    edition: str,
+    root: Path = nbs.ROOT,
+    dest: Path | None = None,
+    *,
+    student_title: str = "{title}",
 ) -> str:
-    """The staged ``_config.yml`` of an edition in language ``code`` (staged in ``dest``)."""
+    """The staged ``_config.yml`` of an edition in language ``code`` (staged in ``dest``).
+    ``student_title``: the student edition's title, a template of the book's
+    (``autograder.editions.STUDENT_TITLE``, which stages the book)."""
     if code == i18n.SOURCE:
         return text
-    from autograder.editions import STUDENT_TITLE
-
     source = yaml.safe_load((root / "_config.yml").read_text())
     config = yaml.safe_load(text)
     tr = lambda msgid: i18n.gettext(code, msgid, root)  # noqa: E731
     title = tr(source["title"])
-    config["title"] = tr(STUDENT_TITLE).format(title=title) if edition == "student" else title
+    config["title"] = tr(student_title).format(title=title) if edition == "student" else title
     config["author"] = tr(source["author"])
     sphinx = config.setdefault("sphinx", {}).setdefault("config", {})
     sphinx["language"] = i18n.language(code).locale
@@ -83,9 +89,7 @@ def localize_notebook(
 def search_words(code: str, root: Path = nbs.ROOT) -> str:
     """jieba's user dictionary: the Chinese terms of ``terms.tsv``, so that the search index
     holds 有效长度 and 注意力汇聚 as words (jieba's own dictionary splits them)."""
-    from autograder.i18n.catalogs import terms
-
-    words = sorted({c for term in terms(code, root) for c in term.chinese if " " not in c})
+    words = sorted({c for term in i18n.terms(code, root) for c in term.chinese if " " not in c})
     return "".join(f"{word} 100000 n\n" for word in words)
 
 

@@ -43,10 +43,8 @@ import yaml
 
 from autograder import i18n
 from autograder import notebooks as nbs
-from autograder.i18n import markdown, pages, readme
+from autograder.i18n import Term, manifest, markdown, pages, readme, terms
 
-MANIFEST = "translated.txt"
-TERMS = "terms.tsv"
 EDITIONS = "autograder/editions.py"
 DIAGRAMS = "book/figures/make_diagrams.py"
 FIGURES = "figures"  # the domain of the diagrams' labels
@@ -532,15 +530,6 @@ def update(pot_dir: Path, code: str, root: Path = nbs.ROOT) -> list[Path]:
 # ---------------------------------------------------------------- checks
 
 
-def manifest(code: str, root: Path = nbs.ROOT) -> list[str]:
-    """The catalogs that must be complete: ``locale/<locale>/translated.txt``, one a line."""
-    path = root / i18n.LOCALE / i18n.language(code).locale / MANIFEST
-    if not path.exists():
-        return []
-    lines = [line.split("#", 1)[0].strip() for line in path.read_text().splitlines()]
-    return [line for line in lines if line]
-
-
 def catalogs(code: str, root: Path = nbs.ROOT) -> list[str]:
     """The domains of every catalog there is: ``course`` and ``book/<page>``."""
     base = i18n.catalog_dir(code, root)
@@ -691,40 +680,6 @@ def markup_problems(code: str, domain: str, root: Path = nbs.ROOT) -> list[str]:
 
 
 # ---------------------------------------------------------------- term pairs
-
-
-@dataclass(frozen=True)
-class Term:
-    english: tuple[str, ...]  # the forms that count: "query", "queries"
-    chinese: tuple[str, ...]  # accepted renderings, the first one the glossary's
-    glossary: str  # the entry of book/glossary.md it belongs to, or ""
-    line: int
-
-    @property
-    def pattern(self) -> re.Pattern:
-        forms = "|".join(
-            r"[\s-]+".join(re.escape(w) for w in re.split(r"[\s-]+", f)) for f in self.english
-        )
-        return re.compile(rf"(?<![\w-])(?:{forms})(?![\w-])", re.IGNORECASE)
-
-
-def terms(code: str, root: Path = nbs.ROOT) -> list[Term]:
-    """``locale/<locale>/terms.tsv``: english forms | chinese renderings | glossary entry."""
-    path = root / i18n.LOCALE / i18n.language(code).locale / TERMS
-    found = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        english, chinese, glossary = (line.split("\t") + ["", ""])[:3]
-        found.append(
-            Term(
-                tuple(f.strip() for f in english.split("|")),
-                tuple(c.strip() for c in chinese.split("|")),
-                glossary.strip(),
-                n,
-            )
-        )
-    return found
 
 
 def _prose(text: str) -> str:

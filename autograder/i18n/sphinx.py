@@ -105,9 +105,8 @@ def _page_context(app, pagename, templatename, context, doctree):
 def incomplete(code: str, pagename: str) -> bool:
     """Is ``pagename`` a page of the book whose catalog is not complete in ``code``?"""
     from autograder import notebooks as nbs
-    from autograder.i18n.catalogs import manifest
 
-    return pagename in nbs.toc_files() and pagename not in manifest(code)
+    return pagename in nbs.toc_files() and pagename not in i18n.manifest(code)
 
 
 def incomplete_notice(code: str) -> str:
@@ -170,7 +169,7 @@ def _written(app) -> set[str]:
 
 def _translate_sources(app, exception):
     """The downloadable source of each Markdown page, in the build's language."""
-    from autograder.editions import _write_if_changed
+    from autograder import notebooks as nbs
     from autograder.i18n.pages import translate_text
 
     here = course_language(app)
@@ -183,7 +182,7 @@ def _translate_sources(app, exception):
             continue
         target = sources / f"{docname}.md"
         text = translate_text(path.read_text(encoding="utf-8"), here.code, docname)
-        _write_if_changed(target, text.encode())
+        nbs.write_if_changed(target, text.encode())
 
 
 def translate_download(app, docname: str, nb):
