@@ -439,8 +439,9 @@ def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expe
         hidden = TEST_CELLS[test["name"]][1]
         assert test["visibility"] == ("after_published" if hidden else "visible")
         assert "run_hidden" not in test["output"]
-    if kind in ("missing", "empty"):
-        assert "could not be graded" in results["output"]
+    if kind in ("missing", "empty"):  # said as the feedback page says it, to the student
+        said = {"missing": "Your upload held no notebook.", "empty": "is empty."}[kind]
+        assert said in results["output"] and "Every test scored 0." in results["output"]
     if kind == "wrong":
         assert (
             "Note: 2 notebooks (Attempt1.ipynb, renamed.ipynb): graded renamed.ipynb"
