@@ -47,6 +47,8 @@ def intro_notebook(root: Path = nbs.ROOT, lang: str = "en") -> nbformat.Notebook
     if not path.exists() or not is_myst_notebook(path.read_text()):
         return None
     nb = workbook(read_page(path))
+    for i, cell in enumerate(nb.cells):  # the page's cells have no ids: the same on every build
+        cell.id = f"intro-{i}"
     nb.cells = launch.with_setup(nb.cells, root)
     return translate_notebook(nb, lang, nbs.toc_files(root)[0], root)
 

@@ -741,3 +741,11 @@ def test_a_hint_is_folded_outside_the_book():
     table = {"Hint": "提示", "A nudge.": "一点提示。"}
     (translated,), _ = translate_cells([cell], table.get)
     assert translated.source == "<details><summary>提示</summary>\n\n一点提示。\n\n</details>"
+
+
+def test_the_intro_notebook_is_the_same_on_every_build():
+    """The introduction's launchable notebook comes from a MyST page, whose cells have no ids:
+    is it byte for byte the same on two builds (no new random ids in the published branch)?"""
+    first, second = launchables.intro_notebook(), launchables.intro_notebook()
+    assert first is not None
+    assert nbformat.writes(first) == nbformat.writes(second)
