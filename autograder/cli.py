@@ -15,6 +15,29 @@ from pathlib import Path
 from autograder.config import GRADESCOPE, LIMITS
 
 
+def _limit_flags(p: argparse.ArgumentParser, limits, note: str = "") -> None:
+    """--cell-timeout, --notebook-timeout and --memory, their defaults from ``limits``
+    (``config.LIMITS`` or ``config.GRADESCOPE``); ``note`` follows the notebook's default."""
+    p.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=limits.cell_timeout,
+        help=f"CPU seconds per cell (default {limits.cell_timeout})",
+    )
+    p.add_argument(
+        "--notebook-timeout",
+        type=int,
+        default=limits.notebook_timeout,
+        help=f"CPU seconds per notebook (default {limits.notebook_timeout}{note})",
+    )
+    p.add_argument(
+        "--memory",
+        type=int,
+        default=limits.memory_mb,
+        help=f"MiB per notebook (default {limits.memory_mb})",
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="attention-course",
@@ -56,29 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--jobs", "-j", type=int, help="parallel graders (default: available cores)")
     p.add_argument("--db", help="gradebook URL, e.g. postgresql://user@host/db (default: SQLite)")
-    p.add_argument(
-        "--cell-timeout",
-        type=int,
-        default=LIMITS.cell_timeout,
-        help=f"CPU seconds per cell (default {LIMITS.cell_timeout})",
-    )
-    p.add_argument(
-        "--notebook-timeout",
-        type=int,
-        default=LIMITS.notebook_timeout,
-        help=f"CPU seconds per notebook (default {LIMITS.notebook_timeout})",
-    )
+    _limit_flags(p, LIMITS)
     p.add_argument(
         "--wall-factor",
         type=int,
         default=LIMITS.wall_factor,
         help=f"wall-clock backstop, as a multiple of the CPU limits (default {LIMITS.wall_factor})",
-    )
-    p.add_argument(
-        "--memory",
-        type=int,
-        default=LIMITS.memory_mb,
-        help=f"MiB per notebook (default {LIMITS.memory_mb})",
     )
     p.add_argument(
         "--grader-cpu",
@@ -132,25 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         choices=["hidden", "after_due_date", "after_published", "visible"],
         help="when students see the results of hidden tests (default: after_published)",
     )
-    p.add_argument(
-        "--cell-timeout",
-        type=int,
-        default=GRADESCOPE.cell_timeout,
-        help=f"CPU seconds per cell (default {GRADESCOPE.cell_timeout})",
-    )
-    p.add_argument(
-        "--notebook-timeout",
-        type=int,
-        default=GRADESCOPE.notebook_timeout,
-        help="CPU seconds per notebook (default "
-        f"{GRADESCOPE.notebook_timeout}, Gradescope's own default timeout)",
-    )
-    p.add_argument(
-        "--memory",
-        type=int,
-        default=GRADESCOPE.memory_mb,
-        help=f"MiB per notebook (default {GRADESCOPE.memory_mb})",
-    )
+    _limit_flags(p, GRADESCOPE, note=", Gradescope's own default timeout")
 
     p = sub.add_parser("execute", help="re-execute chapter notebooks in place (their outputs)")
     p.add_argument("notebooks", nargs="*", type=Path)
