@@ -383,8 +383,11 @@ class Visit:
         page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         page.on("pageerror", lambda e: self.errors.append(str(e)))
         page.goto(f"{server}/{path}", wait_until="load")  # the page and its images
-        if idle:  # and whatever its scripts fetch after (MathJax's fonts)
-            page.wait_for_load_state("networkidle")
+        if idle:  # and what its scripts do after: MathJax's typesetting, the fonts it loads
+            # (not Playwright's "networkidle": on a quiet machine, a fresh-clone run once saw
+            # a page never go 500 ms without a request open, for 300 s)
+            _typeset(page)
+            page.evaluate("() => document.fonts.ready.then(() => true)")
 
     def assert_clean(self):
         here = urlsplit(self.server).netloc
