@@ -544,7 +544,7 @@ def prepare(sub: Submission, infer) -> None:
 def resolve_chapters(subs: list[Submission]) -> None:
     """Give every submission a chapter where one can be told, so that it gets a row.
 
-    Called after :func:`autograder.grading.prepare` (which reads the graded cells). A
+    Called after :func:`prepare` (which reads the graded cells). A
     submission still without one takes its file name if that is a chapter's, else the
     one chapter of the rest of the batch; it keeps a problem saying so. Only in a batch
     of several chapters does an unreadable, unnamed notebook stay without a chapter.

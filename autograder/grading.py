@@ -34,18 +34,15 @@ from __future__ import annotations
 import csv
 import dataclasses
 import os
-import queue
 import re
 import shutil
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.collect import Submission, collect, prepare  # noqa: F401  (moved; re-exported)
+from autograder.collect import Submission
 from autograder.config import LIMITS
-from autograder.jobs import (  # noqa: F401  (re-exported)
-    COPY_BACK_MAX_BYTES,
+from autograder.jobs import (
     _job_root,
     _listing,
     copy_back,
@@ -53,11 +50,10 @@ from autograder.jobs import (  # noqa: F401  (re-exported)
     keep_student_outputs,
     restore,
     run_folder,
-    sanitized,
     snapshot,
 )
 from autograder.ledger import Ledger, read_job_scores
-from autograder.pool import Worker
+from autograder.pool import Pool
 
 # ---------------------------------------------------------------- the run
 
@@ -252,21 +248,18 @@ def _grade_in_parallel(
     retry=None,
     cells=None,
 ):
-    """Grade ``gradable`` in ``settings.jobs`` workers, recording each result in ``ledger``.
+    """Grade ``gradable`` on ``settings.jobs`` slots, recording each result in ``ledger``.
 
-    With a list ``retry``, a notebook that hit a wall-clock limit while computing (a busy
-    machine can do that to correct work) is not recorded but appended to it, to be graded
-    again alone. A worker past the wall clock, or past ``settings.grader_cpu_seconds`` of
-    its own CPU time on one notebook, is killed and replaced.
+    Each job is prepared and graded in a thread of a :class:`autograder.pool.Pool` (one
+    worker process per slot); this thread alone records the results, as they complete. With
+    a list ``retry``, a notebook that hit a wall-clock limit while computing (a busy machine
+    can do that to correct work) is not recorded but appended to it, to be graded again
+    alone. A worker past the wall clock, or past ``settings.grader_cpu_seconds`` of its own
+    CPU time on one notebook, is killed and replaced; the batch goes on.
     """
-    replies: queue.Queue = queue.Queue()
+    from concurrent.futures import as_completed
+
     wall_limit = settings.notebook_timeout * (settings.wall_factor if settings.sandbox else 1)
-    log_dir = course_root / ".grading" / "logs"
-    workers = [
-        Worker(k, settings.memory_mb, log_dir, replies)
-        for k in range(min(settings.jobs, len(gradable)))
-    ]
-    pending = list(enumerate(gradable))
     bar = tqdm(
         total=len(gradable),
         desc="grading",
@@ -275,28 +268,67 @@ def _grade_in_parallel(
         mininterval=0.5,
         smoothing=0.1,
     )
+    pool = Pool(
+        min(settings.jobs, len(gradable)), settings.memory_mb, course_root / ".grading" / "logs"
+    )
 
-    def clean(root, run):
-        for folder in (root, run):
-            if folder is not None:
-                shutil.rmtree(folder, ignore_errors=True)
+    def grade_one(index, sub):  # in a pool thread
+        root = run = None
+        try:
+            root = _job_root(
+                course_root,
+                sources,
+                templates[sub.chapter],
+                sub,
+                index,
+                (cells or {}).get(sub.chapter),
+            )
+            run = run_folder(root, sub.chapter, in_place=settings.sandbox != "user")
+        except Exception as err:  # a notebook nbformat cannot write back, say
+            return sub, root, run, None, f"could not be prepared for grading: {err}"[:1000]
+        job = {
+            "job": index,
+            "root": str(root),
+            "run": str(run),
+            "chapter": sub.chapter,
+            "student": sub.student,
+            "cell_timeout": settings.cell_timeout,
+            "notebook_timeout": settings.notebook_timeout,
+            "wall_factor": settings.wall_factor,
+            "memory_mb": settings.memory_mb,
+            "sandbox": settings.sandbox,
+            "run_demos": settings.run_demos,
+        }
+        reply, outcome = pool.run(job, wall_limit, settings.grader_cpu_seconds)
+        return sub, root, run, reply, outcome
 
-    def finish(worker, sub, root, reply, outcome=None, run=None):
+    try:
+        futures = [pool.executor.submit(grade_one, i, sub) for i, sub in enumerate(gradable)]
+        for future in as_completed(futures):
+            _record(course_root, ledger, stats, retry, *future.result())
+            bar.update(1)
+    finally:
+        bar.close()
+        pool.close()
+
+
+def _record(course_root, ledger, stats, retry, sub, root, run, reply, outcome) -> None:
+    """Record one job's result in the gradebook and ``stats`` (or in ``retry``), then
+    remove its folders."""
+    try:
         if reply and reply.get("cpu") is not None:  # the worker's own CPU seconds, for tests
             stats.setdefault("grader_cpu", {})[sub.student] = reply["cpu"]
         wall = (outcome or "").startswith("timed out") or (reply or {}).get("wall_timeouts")
         if wall and retry is not None:
             retry.append((sub, outcome or f"{reply['wall_timeouts']} cell(s) hit the wall clock"))
-            clean(root, run)
-            bar.update(1)
             return
+        scores = None
         if outcome is None and reply and reply.get("success"):
             try:
                 scores = read_job_scores(root, sub.chapter, sub.student)
             except Exception as err:  # nbgrader said success but left no submission
-                scores, outcome = None, f"no grades recorded ({type(err).__name__}: {err})"
+                outcome = f"no grades recorded ({type(err).__name__}: {err})"
         else:
-            scores = None
             outcome = outcome or _outcome_of(reply or {})
         if scores is not None:
             dest = course_root / "autograded" / sub.student / sub.chapter
@@ -314,113 +346,10 @@ def _grade_in_parallel(
             ledger.record(sub, None, outcome)
             stats["failed"].append((sub, outcome))
             stats["problems"] += 1
-        clean(root, run)
-        bar.update(1)
-
-    def assign(worker):
-        while pending:
-            index, sub = pending.pop(0)
-            root = run = None
-            try:
-                root = _job_root(
-                    course_root,
-                    sources,
-                    templates[sub.chapter],
-                    sub,
-                    index,
-                    (cells or {}).get(sub.chapter),
-                )
-                run = run_folder(root, sub.chapter, in_place=settings.sandbox != "user")
-            except Exception as err:  # a notebook nbformat cannot write back, say
-                ledger.record(sub, None, f"could not be prepared for grading: {err}"[:1000])
-                stats["failed"].append((sub, f"could not be prepared for grading: {err}"))
-                stats["problems"] += 1
-                clean(root, run)
-                bar.update(1)
-                continue
-            worker.sub, worker.root, worker.run = sub, root, run
-            worker.send(
-                {
-                    "job": index,
-                    "root": str(root),
-                    "run": str(run),
-                    "chapter": sub.chapter,
-                    "student": sub.student,
-                    "cell_timeout": settings.cell_timeout,
-                    "notebook_timeout": settings.notebook_timeout,
-                    "wall_factor": settings.wall_factor,
-                    "memory_mb": settings.memory_mb,
-                    "sandbox": settings.sandbox,
-                    "run_demos": settings.run_demos,
-                    "slot": worker.index,
-                }
-            )
-            return True
-        return False
-
-    def replace(w):
-        fresh = Worker(w.index, settings.memory_mb, log_dir, replies)
-        workers[w.index] = fresh
-        fresh.ready.wait(timeout=120)
-        return fresh
-
-    try:
-        for worker in workers:
-            if not worker.ready.wait(timeout=120):
-                raise RuntimeError(f"grading worker {worker.index} did not start; see {log_dir}")
-            assign(worker)
-        busy = {w for w in workers if w.job is not None}
-        while busy:
-            try:
-                worker, reply = replies.get(timeout=0.5)
-            except queue.Empty:
-                worker, reply = None, None
-            now = time.monotonic()
-            for w in list(busy):  # a notebook over its time, or over the grader's CPU
-                if w is worker:
-                    continue
-                if now - w.started > wall_limit:
-                    outcome = (
-                        f"timed out: the notebook ran longer than {wall_limit:.0f} s (wall clock)"
-                    )
-                elif w.cpu_used() > settings.grader_cpu_seconds:
-                    outcome = (
-                        f"stopped: the grader spent more than {settings.grader_cpu_seconds} s "
-                        "of its own CPU time on this notebook's answers (data padded to be "
-                        "slow to read?); not graded"
-                    )
-                else:
-                    continue
-                w.kill()
-                finish(w, w.sub, w.root, None, outcome, w.run)
-                busy.discard(w)
-                fresh = replace(w)
-                if assign(fresh):
-                    busy.add(fresh)
-            if worker is None or worker not in busy:
-                continue  # nothing new, or a late message from a worker we killed
-            busy.discard(worker)
-            if reply is None:  # the worker process itself died (memory cap, signal)
-                finish(
-                    worker,
-                    worker.sub,
-                    worker.root,
-                    None,
-                    "the grading process died (memory limit or a signal)",
-                    worker.run,
-                )
-                worker = replace(worker)
-            else:
-                finish(worker, worker.sub, worker.root, reply, None, worker.run)
-                worker.job = None
-            if assign(worker):
-                busy.add(worker)
     finally:
-        bar.close()
-        for worker in workers:  # all at once: each takes a moment to shut down
-            worker.close_input()
-        for worker in workers:
-            worker.stop()
+        for folder in (root, run):
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 PROBLEM_FIELDS = ["student_id", "assignment", "origin", "problem", "recorded_at"]

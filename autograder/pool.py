@@ -1,18 +1,19 @@
-"""The grading workers: long-lived processes, each grading one job at a time.
+"""The grading workers: one thread per slot, each owning one long-lived worker process.
 
 A :class:`Worker` is ``python autograder/worker.py`` with a memory cap (``RLIMIT_AS``,
 inherited by the kernels it starts), reading jobs as JSON lines and answering each with
-one. :func:`autograder.grading.run` hands jobs to idle workers and kills and replaces a
-worker whose job runs past the wall-clock backstop.
+one. A :class:`Pool` is a :class:`concurrent.futures.ThreadPoolExecutor` of ``jobs``
+threads; each thread takes a *slot* the first time it runs a job and keeps it for life, and
+owns that slot's worker. :meth:`Pool.run` (called in a pool thread) hands a job to the
+thread's worker and waits for its answer; a worker past the job's wall clock, past its own
+CPU limit, or dead, is killed, alone, and the thread starts a fresh one for its next job.
 
-Why not a maintained pool (``concurrent.futures``, pebble): ``ProcessPoolExecutor`` cannot
-stop one running task, and a notebook past its wall-clock backstop must be stopped alone,
-its worker replaced, the rest of the batch left running. pebble's ``ProcessPool`` can stop
-one task, but it decides which worker takes a job: here each worker has a fixed *slot*, and
-its kernels run as that slot's uid (``autograder.sandbox.FIRST_UID + slot``), which is what
-keeps two students' kernels under separate process limits and lets the user-only mode kill
-everything of one kernel by its uid. A job must therefore go to a known worker, which is
-what :func:`autograder.grading.run` does with these :class:`Worker` objects.
+Why a slot per thread, and not a ``ProcessPoolExecutor`` or pebble: a notebook past its
+limits must be stopped alone, its worker replaced, the rest of the batch left running
+(``ProcessPoolExecutor`` cannot stop one task); and a job must go to a known worker,
+because the kernels of slot ``k`` run as the uid ``autograder.sandbox.FIRST_UID + k``,
+which keeps two students' kernels under separate process limits and lets the user-only
+mode kill everything of one kernel by its uid.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 WORKER = Path(__file__).resolve().parent / "worker.py"
@@ -39,7 +41,7 @@ def _limits(memory_mb: int):
 
 
 class Worker:
-    def __init__(self, index: int, memory_mb: int, log_dir: Path, replies: queue.Queue):
+    def __init__(self, index: int, memory_mb: int, log_dir: Path):
         env = {
             k: v
             for k, v in os.environ.items()
@@ -69,8 +71,7 @@ class Worker:
         self.job: dict | None = None
         self.started = 0.0
         self.cpu_at_start = 0.0
-        self.sub = self.root = self.run = None
-        self.replies = replies
+        self.replies: queue.SimpleQueue = queue.SimpleQueue()  # answers; None: it ended
         self.ready = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -83,14 +84,36 @@ class Worker:
             if "ready" in msg:
                 self.ready.set()
             else:
-                self.replies.put((self, msg))
-        self.replies.put((self, None))  # the worker ended
+                self.replies.put(msg)
+        self.replies.put(None)  # the worker ended
 
     def send(self, job: dict) -> None:
         self.job, self.started = job, time.monotonic()
         self.cpu_at_start = self.cpu_seconds()
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()
+
+    def wait(self, wall_limit: float, cpu_limit: float) -> tuple[dict | None, str | None]:
+        """The answer to the job sent last, or ``(None, why)``: past ``wall_limit`` seconds
+        since it was sent, past ``cpu_limit`` seconds of this worker's own CPU, or dead."""
+        while True:
+            try:
+                msg = self.replies.get(timeout=0.5)
+            except queue.Empty:
+                if time.monotonic() - self.started > wall_limit:
+                    return None, (
+                        f"timed out: the notebook ran longer than {wall_limit:.0f} s (wall clock)"
+                    )
+                if self.cpu_used() > cpu_limit:
+                    return None, (
+                        f"stopped: the grader spent more than {cpu_limit} s of its own CPU "
+                        "time on this notebook's answers (data padded to be slow to read?); "
+                        "not graded"
+                    )
+                continue
+            if msg is None:
+                return None, "the grading process died (memory limit or a signal)"
+            return msg, None
 
     def cpu_seconds(self) -> float:
         """CPU time of the worker process itself: its threads, not the kernels it starts."""
@@ -137,3 +160,61 @@ class Worker:
         except (subprocess.TimeoutExpired, BrokenPipeError, OSError):
             self.kill()
         self.log.close()
+
+
+class Pool:
+    """``jobs`` grading threads, each with the worker process of its slot (see the module)."""
+
+    def __init__(self, jobs: int, memory_mb: int, log_dir: Path):
+        self.memory_mb, self.log_dir = memory_mb, log_dir
+        self._slots: queue.SimpleQueue = queue.SimpleQueue()
+        for slot in range(jobs):
+            self._slots.put(slot)
+        self._mine = threading.local()  # the calling thread's slot and worker
+        self._workers: dict[int, Worker] = {}  # the live worker of each slot
+        self._lock = threading.Lock()
+        self.executor = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="grading-slot")
+
+    def _worker(self) -> Worker:
+        """The calling thread's worker, started on its first job or after a kill."""
+        worker = getattr(self._mine, "worker", None)
+        if worker is None:
+            if getattr(self._mine, "slot", None) is None:
+                self._mine.slot = self._slots.get_nowait()  # one per thread, for life
+            worker = Worker(self._mine.slot, self.memory_mb, self.log_dir)
+            if not worker.ready.wait(timeout=120):
+                worker.kill()
+                raise RuntimeError(
+                    f"grading worker {self._mine.slot} did not start; see {self.log_dir}"
+                )
+            self._mine.worker = worker
+            with self._lock:
+                self._workers[worker.index] = worker
+        return worker
+
+    def run(self, job: dict, wall_limit: float, cpu_limit: float) -> tuple[dict | None, str | None]:
+        """Grade ``job`` on the calling pool thread's worker: its answer, or ``(None, why)``.
+
+        A worker that gave no answer (past a limit, or dead) is killed with every kernel it
+        started before this returns, so nothing of that job runs beside the next one.
+        """
+        worker = self._worker()
+        worker.send({**job, "slot": worker.index})
+        reply, why = worker.wait(wall_limit, cpu_limit)
+        if reply is None:
+            worker.kill()
+            self._mine.worker = None
+            with self._lock:
+                self._workers.pop(worker.index, None)
+        return reply, why
+
+    def close(self) -> None:
+        """Wait for the running jobs, then stop every worker (all told at once: each takes a
+        moment to shut down)."""
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        with self._lock:
+            workers = list(self._workers.values())
+        for worker in workers:
+            worker.close_input()
+        for worker in workers:
+            worker.stop()

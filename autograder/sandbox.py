@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
+from traitlets import Bool, Instance, Int
 
 from autograder import config, records
 from autograder.config import LIMITS
@@ -244,15 +246,25 @@ def prepare(workdir: Path, uid: int | None, namespaces: bool = True) -> tuple[Pa
 def kill_user(uid: int, rounds: int = 5) -> int:
     """Kill every process of ``uid`` (the user-only mode's way to end a kernel's tree).
 
-    Again until a pass finds none: a process can fork while the list is being walked.
+    First as that user: a child of this process takes the uid and calls ``kill(-1,
+    SIGKILL)``, which the kernel applies to every process the uid may signal in one pass
+    over the process table, with no fork slipping in between (a walk from here, process by
+    process, let a daemon that forks a new pid every few milliseconds escape every round).
+    Then a walk of the process table from here, again until a pass finds none, for what the
+    uid could not signal (a set-uid program it started). Returns how many the walk found.
     """
     import psutil
 
+    if os.geteuid() == 0:
+        for _ in range(2):
+            _kill_all_as(uid)
     killed = 0
     for _ in range(rounds):
         found = 0
-        for proc in psutil.process_iter(["uids"]):
+        for proc in psutil.process_iter(["uids", "status"]):
             uids = proc.info.get("uids")
+            if proc.info.get("status") == psutil.STATUS_ZOMBIE:
+                continue  # dead already, waiting for its parent
             if uids is not None and uid in (uids.real, uids.effective):
                 try:
                     proc.kill()
@@ -265,17 +277,36 @@ def kill_user(uid: int, rounds: int = 5) -> int:
     return killed
 
 
+def _kill_all_as(uid: int) -> None:
+    """``kill(-1, SIGKILL)`` from a child that is ``uid`` and nothing else (root only)."""
+    pid = os.fork()
+    if pid == 0:  # only system calls here, then out: nothing of this process's state is used
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)  # never this process itself (Linux)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
 class SandboxKernelManager(AsyncKernelManager):
     """A kernel manager that starts every kernel inside a :class:`Sandbox`.
 
-    Configure it by subclassing with the class attributes ``uid`` and ``limits`` (see
-    ``autograder.worker``); the folder the notebook runs in is the ``cwd`` nbclient
-    passes, and the only writable place.
+    Configured as any Jupyter configurable, through its traits: ``uid``, ``namespaces`` and
+    ``limits`` (``config.SandboxKernelManager.uid = ...``, as ``autograder.worker`` does;
+    nbclient passes its configuration to the kernel manager it creates). The folder the
+    notebook runs in is the ``cwd`` nbclient passes, and the only writable place.
     """
 
-    uid: int | None = None
-    limits: Limits = Limits()
-    namespaces: bool = True  # False: the user-only mode (see Sandbox._user_only)
+    uid = Int(
+        None, allow_none=True, help="the kernel's user (root only); None: a user namespace"
+    ).tag(config=True)
+    namespaces = Bool(
+        True, help="bubblewrap's namespaces; False: the user-only mode (Sandbox._user_only)"
+    ).tag(config=True)
+    limits = Instance(Limits, args=(), help="what the kernel's tree may use").tag(config=True)
     active: list = []  # the sandboxes running now (the watchdog reads it)
     stop_reason: str | None = None  # why the watchdog stopped this kernel, if it did
 

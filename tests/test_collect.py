@@ -313,11 +313,6 @@ def test_collect_reads_nbgrader_layout_and_flat_folders(tmp_path):
     assert [(s.student, s.chapter) for s in flat] == [("grace", CHAPTER)]
 
 
-def test_grading_still_exports_the_collect_names():
-    """The move kept grading.collect / Submission / prepare working for existing callers."""
-    assert grading.collect is collect.collect and grading.Submission is collect.Submission
-
-
 # ---------------------------------------------------------------- a chapter and a row for each
 
 

@@ -18,7 +18,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import grading
+from autograder import grading, jobs
 from autograder import notebooks as nbs
 from autograder.course import COURSE_ID, Course
 from tests.hostile import (
@@ -58,7 +58,7 @@ def test_a_duplicated_answer_cell_keeps_metadata_on_the_last_copy():
     copy = nbformat.from_dict(json.loads(json.dumps(cell)))
     copy.source = "# an earlier copy"
     nb.cells.insert(nb.cells.index(cell), copy)
-    ids = [nbs.nbgrader_meta(c).get("grade_id") for c in grading.sanitized(nb).cells]
+    ids = [nbs.nbgrader_meta(c).get("grade_id") for c in jobs.sanitized(nb).cells]
     assert ids.count("sequence_mask") == 1
     assert "nbgrader" not in copy.metadata
 

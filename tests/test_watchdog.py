@@ -197,9 +197,9 @@ def test_a_wall_clock_interrupt_stops_the_cell_not_the_sandboxed_kernel(tmp_path
     check_available()
 
     async def run():
-        km = type(
-            "KM", (SandboxKernelManager,), {"uid": sandbox.FIRST_UID + 7 if _root() else None}
-        )(kernel_name="python3")
+        km = SandboxKernelManager(
+            kernel_name="python3", uid=sandbox.FIRST_UID + 7 if _root() else None
+        )
         await km.start_kernel(cwd=str(tmp_path))
         kc = km.client()
         kc.start_channels()

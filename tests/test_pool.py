@@ -1,0 +1,147 @@
+"""The grading pool (autograder/pool.py): a slot per thread for life, a worker past a limit or
+dead killed alone and replaced, and nothing of one submission running beside the next."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from autograder import pool
+
+# A worker that answers each job with its pid and slot; a job's student says how to behave.
+FAKE_WORKER = """
+import json, os, sys, time
+print(json.dumps({"ready": os.getpid()}), flush=True)
+for line in sys.stdin:
+    job = json.loads(line)
+    if job["student"] == "sleeper":
+        time.sleep(600)
+    if job["student"] == "crasher":
+        os._exit(3)
+    reply = {"job": job["job"], "pid": os.getpid(), "slot": job["slot"], "success": True}
+    print(json.dumps(reply), flush=True)
+"""
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    script = tmp_path / "worker.py"
+    script.write_text(FAKE_WORKER)
+    monkeypatch.setattr(pool, "WORKER", script)
+    return tmp_path / "logs"
+
+
+def _job(n: int, student: str = "honest") -> dict:
+    return {"job": n, "student": student}
+
+
+def test_each_thread_keeps_one_slot_and_one_worker(fake):
+    """With more jobs than slots, does every job run on one of the slots' two workers, each
+    worker always under the same slot, both slots used?"""
+    grading = pool.Pool(2, 1024, fake)
+    try:
+        futures = [grading.executor.submit(grading.run, _job(n), 60, 60) for n in range(8)]
+        replies = [f.result()[0] for f in futures]
+    finally:
+        grading.close()
+    slot_of = {}
+    for reply in replies:
+        assert slot_of.setdefault(reply["pid"], reply["slot"]) == reply["slot"]
+    assert sorted(slot_of.values()) == [0, 1]
+    assert sorted(r["job"] for r in replies) == list(range(8))
+
+
+def test_a_worker_past_the_wall_clock_is_killed_alone_and_replaced(fake):
+    """Does a job past its wall clock come back with why, its worker killed (gone before the
+    call returns), and the next job of that slot run on a fresh worker of the same slot?"""
+    grading = pool.Pool(1, 1024, fake)
+    try:
+        first, _ = grading.executor.submit(grading.run, _job(0), 60, 60).result()
+        reply, why = grading.executor.submit(grading.run, _job(1, "sleeper"), 1, 60).result()
+        assert reply is None and why.startswith("timed out") and "1 s (wall clock)" in why
+        assert not psutil.pid_exists(first["pid"]) or (
+            psutil.Process(first["pid"]).status() == psutil.STATUS_ZOMBIE
+        )
+        after, _ = grading.executor.submit(grading.run, _job(2), 60, 60).result()
+    finally:
+        grading.close()
+    assert after["slot"] == first["slot"] == 0 and after["pid"] != first["pid"]
+
+
+def test_a_worker_that_dies_is_reported_and_replaced(fake):
+    """A worker that exits in the middle of a job: is that job told so, and the next graded?"""
+    grading = pool.Pool(1, 1024, fake)
+    try:
+        reply, why = grading.executor.submit(grading.run, _job(0, "crasher"), 60, 60).result()
+        after, _ = grading.executor.submit(grading.run, _job(1), 60, 60).result()
+    finally:
+        grading.close()
+    assert reply is None and why == "the grading process died (memory limit or a signal)"
+    assert after["job"] == 1 and after["slot"] == 0
+
+
+def test_close_stops_every_worker(fake):
+    """After close(), is no worker of the pool left running?"""
+    grading = pool.Pool(2, 1024, fake)
+    futures = [grading.executor.submit(grading.run, _job(n), 60, 60) for n in range(4)]
+    pids = {f.result()[0]["pid"] for f in futures}
+    grading.close()
+    for pid in pids:
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+
+
+# A daemon of the kernel's uid that hops to a new pid every few milliseconds: each generation
+# writes the time, starts the next in a new session and exits. A snapshot of the uid's
+# processes taken at any moment misses the next generation. (sh, not Python: the test's
+# interpreter may sit where another uid cannot read it.)
+HOPPER = """
+echo "daemon $(date +%s.%N)" >> "$1"
+sleep 0.002
+if [ "$(date +%s)" -lt "$2" ]; then setsid sh "$0" "$1" "$2" & fi
+exit 0
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_pid_hopping_daemon_of_the_kernels_uid_is_gone_when_its_kernel_is(tmp_path):
+    """The user-only mode (no namespaces: a container such as Gradescope's) ends a kernel by
+    killing every process of its uid, before the slot's next submission starts. Against a
+    double-forking daemon that changes its pid every few milliseconds: has it stopped
+    writing once the kernel manager's clean-up returns?"""
+    import asyncio
+    import subprocess
+
+    from autograder import sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("the user-only mode runs kernels as another uid, which needs root")
+    uid = 64900  # a uid of this test's own: other grading tests may run beside it
+    folder = Path(tempfile.mkdtemp(prefix="attn-probe-"))  # reachable by that uid
+    try:
+        folder.chmod(0o777)
+        script, probe = folder / "hop.sh", folder / "probe.txt"
+        script.write_text(HOPPER)
+        script.chmod(0o755)
+        setpriv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+        end = str(int(time.time()) + 60)
+        subprocess.run([*setpriv, "setsid", "sh", str(script), str(probe), end], check=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and len(probe.read_text().splitlines()) < 20:
+            time.sleep(0.05)
+        # What the slot's kernel manager does when its kernel ends, in the user-only mode.
+        km = sandbox.SandboxKernelManager(uid=uid, namespaces=False)
+        asyncio.run(km._async_cleanup_resources())
+        stopped = time.time()
+        time.sleep(0.5)  # a generation that escaped would go on writing
+        times = [float(line.split()[1]) for line in probe.read_text().splitlines()]
+    finally:
+        sandbox.kill_user(uid)
+        shutil.rmtree(folder, ignore_errors=True)
+    assert len(times) >= 20, "the daemon never ran: this test proves nothing"
+    assert max(times) < stopped, f"{sum(t >= stopped for t in times)} writes after the kill"
