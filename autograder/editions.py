@@ -409,39 +409,36 @@ def downloadable(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 
 
 def to_myst(nb: nbformat.NotebookNode) -> str:
-    """The notebook as a MyST Markdown notebook (jupytext's ``myst`` format), without outputs."""
+    """The notebook as a MyST Markdown notebook (jupytext's ``md:myst``), without outputs.
+
+    Each code cell keeps only the metadata in :data:`KEEP` (its tags and figure options);
+    the notebook keeps its kernel, and its code cells are ``ipython3`` as in the book.
+    """
+    import jupytext
+
     kernel = nb.metadata.get("kernelspec") or {
         "display_name": "Python 3",
         "language": "python",
         "name": "python3",
     }
-    header = {
-        "jupytext": {"text_representation": {"extension": ".md", "format_name": "myst"}},
-        "kernelspec": {k: kernel[k] for k in ("display_name", "language", "name") if k in kernel},
-    }
-    parts = ["---\n" + yaml.safe_dump(header, sort_keys=False) + "---"]
-    previous = None
+    text = nbformat.v4.new_notebook(
+        metadata={
+            "kernelspec": {
+                k: kernel[k] for k in ("display_name", "language", "name") if k in kernel
+            },
+            "language_info": {"name": "python", "pygments_lexer": "ipython3"},
+        }
+    )
     for cell in nb.cells:
-        source = cell.source.rstrip("\n")
+        cell = copy.deepcopy(cell)
+        cell.pop("id", None)
         if cell.cell_type == "code":
-            fence = "`" * max(3, 1 + max((len(m) for m in re.findall("`+", source)), default=0))
-            meta = json.loads(json.dumps({k: v for k, v in cell.metadata.items() if k in KEEP}))
-            meta = {k: v for k, v in meta.items() if v}
-            if set(meta) == {"tags"}:
-                options = f":tags: {json.dumps(meta['tags'])}\n\n"
-            elif meta:  # options as a YAML block, e.g. the alt text of the cell's figures
-                options = "---\n" + yaml.safe_dump(meta, allow_unicode=True, width=1000) + "---\n"
-            else:
-                options = ""
-            parts.append(f"{fence}{{code-cell}} ipython3\n{options}{source}\n{fence}")
-        elif cell.cell_type == "markdown":
-            if previous == "markdown":
-                parts.append("+++")
-            parts.append(source)
+            cell.metadata = {k: v for k, v in cell.metadata.items() if k in KEEP and v}
+            cell.outputs, cell.execution_count = [], None
         else:
-            parts.append(f"```{{raw-cell}}\n{source}\n```")
-        previous = cell.cell_type
-    return "\n\n".join(parts) + "\n"
+            cell.metadata = {}
+        text.cells.append(cell)
+    return jupytext.writes(text, fmt="md:myst")
 
 
 def _notebook_docs(app):

@@ -6,6 +6,7 @@
     run_autograder     grades /autograder/submission, writes /autograder/results/results.json
     requirements.txt   requirements-grader.lock: what grading needs, pinned and hashed
     autograder/        this package: the same grading code as `python -m autograder grade`
+    _config.yml        the book's configuration, whose `grading:` block autograder/config.py reads
     checks/            every check, hidden ones included (Gradescope never shows the source)
     course/            the chapter's nbgrader source folder and a gradebook template
     bundle.json        chapter, limits, visibility of hidden tests
@@ -36,78 +37,14 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from autograder import config
 from autograder.config import COURSE_ID, GRADESCOPE, Limits
 
-SETUP = """\
-#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder image; the bundle is
-# unpacked in /autograder/source. It installs the grader into a virtual environment,
-# /autograder/venv (PEP 668 forbids installing into the system Python of Ubuntu 24.04 and
-# Debian 12), from requirements.txt: the book's requirements-grader.lock, only what grading
-# needs (PyTorch's CPU build, nbgrader, what they import), every package pinned and hashed,
-# for CPython 3.11 on Linux x86_64. So it takes Python 3.11, and installs it where there is
-# none (Ubuntu 22.04 has 3.10, Ubuntu 24.04 has 3.12).
-set -euo pipefail
-ROOT="${AUTOGRADER_ROOT:-/autograder}"
-VENV="$ROOT/venv"
-export DEBIAN_FRONTEND=noninteractive
-# Every download has a timeout and retries, apt's as well as pip's.
-apt=(apt-get -o Acquire::Retries=3 -o Acquire::http::Timeout=60 -o Acquire::https::Timeout=60)
-
-usable() {  # a Python 3.11 that can make a virtual environment
-    "$1" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info[:2] != (3, 11))' \\
-        >/dev/null 2>&1
-}
-find_python() {
-    local name
-    for name in python3.11 python3; do
-        if command -v "$name" >/dev/null && usable "$(command -v "$name")"; then
-            command -v "$name"
-            return 0
-        fi
-    done
-    return 1
-}
-
-if ! PYTHON="$(find_python)"; then
-    echo "setup.sh: no Python 3.11 with venv here; installing python3.11"
-    "${apt[@]}" update
-    if ! "${apt[@]}" install -y --no-install-recommends python3.11 python3.11-venv; then
-        "${apt[@]}" install -y --no-install-recommends software-properties-common
-        add-apt-repository -y ppa:deadsnakes/ppa
-        "${apt[@]}" update
-        "${apt[@]}" install -y --no-install-recommends python3.11 python3.11-venv
-    fi
-    PYTHON="$(find_python)"
-fi
-if ! command -v bwrap >/dev/null; then  # the kernels' sandbox; grading goes on without one
-    ("${apt[@]}" update && "${apt[@]}" install -y --no-install-recommends bubblewrap) ||
-        echo "setup.sh: bubblewrap could not be installed; kernels will run unsandboxed"
-fi
-echo "setup.sh: $("$PYTHON" --version) at $PYTHON, into $VENV"
-
-# AUTOGRADER_VENV_OPTIONS: extra options of `python -m venv` (the project's tests pass
-# --system-site-packages --without-pip to reuse an installed environment offline).
-"$PYTHON" -m venv ${AUTOGRADER_VENV_OPTIONS:-} "$VENV"
-# The lock names PyTorch's CPU index itself (PyPI's torch carries CUDA, GBs). Every download
-# has a timeout and retries: an index that does not answer fails the build, never hangs it.
-"$VENV/bin/python" -m pip install --disable-pip-version-check --no-input --require-hashes \
-    --timeout 60 --retries 3 -r "$ROOT/source/requirements.txt"
-"$VENV/bin/python" -c "import nbgrader, torch; print('setup.sh: ready, torch', torch.__version__)"
-"""
-
-RUN = """\
-#!/usr/bin/env bash
-# Gradescope copies this file to /autograder/run_autograder and runs it from /autograder,
-# once per submission: so it finds the bundle at /autograder/source, never next to itself.
-# AUTOGRADER_ROOT and PYTHON let the project's tests point it elsewhere.
-set -euo pipefail
-ROOT="${AUTOGRADER_ROOT:-/autograder}"
-PY="${PYTHON:-$ROOT/venv/bin/python}"
-cd "$ROOT"
-exec "$PY" -P -c 'import sys; sys.path.insert(0, sys.argv[1]); \\
-from autograder.gradescope import main; sys.exit(main(sys.argv[2]))' "$ROOT/source" "$ROOT"
-"""
+# The two scripts Gradescope runs, as the files they are (shell, checked by `bash -n` in the
+# tests): setup.sh once per image, run_autograder once per submission.
+FILES = Path(__file__).resolve().parent / "gradescope_files"
+SETUP = (FILES / "setup.sh").read_text()
+RUN = (FILES / "run_autograder").read_text()
 
 
 def _requirements(lock: Path) -> str:
@@ -142,6 +79,8 @@ def build(
         )
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
         shutil.copytree(nbs.ROOT / "autograder", stage / "autograder", ignore=ignore)
+        # autograder/config.py reads the grading block of the book's _config.yml, next to it.
+        shutil.copyfile(config.CONFIG_FILE, stage / config.CONFIG_FILE.name)
         shutil.copytree(nbs.ROOT / "checks", stage / "checks", ignore=ignore)
         shutil.copytree(
             course.root / "source" / chapter, stage / "course" / "source" / chapter, ignore=ignore

@@ -1,5 +1,6 @@
-"""The grader's one configuration (autograder/config.py): every limit written once, passed down
-to the CLI, the scheduler, the sandbox and the Gradescope bundle, and stated by the docs."""
+"""The grader's one configuration (the grading block of _config.yml, read by
+autograder/config.py): every limit written once, passed down to the CLI, the scheduler, the
+sandbox and the Gradescope bundle, and stated by the docs."""
 
 from __future__ import annotations
 
@@ -137,19 +138,72 @@ bundle = {"memory_mb": 3072}
 
 
 def test_no_limit_is_written_twice():
-    """Is every limit's default written only in autograder/config.py? A number of the
-    configuration written as a default anywhere else in autograder/ is a second copy that
-    drifts (the Gradescope bundle once wrote its own 600 and 3072)."""
+    """Is every limit's default written only in _config.yml's grading block? A number of the
+    configuration written as a default anywhere in autograder/ is a second copy that drifts
+    (the Gradescope bundle once wrote its own 600 and 3072)."""
     values = _limit_values()
     copies = []
-    for path in sorted(AUTOGRADER.rglob("*.py")):
-        if path.name == "config.py" and path.parent == AUTOGRADER:
-            continue
+    for path in sorted(AUTOGRADER.rglob("*.py")):  # config.py included: it only reads them
         rel = path.relative_to(ROOT)
         for line, number, where in defaults_written(path.read_text()):
             if number in values and (rel.as_posix(), where.split()[-1]) not in UNRELATED:
                 copies.append(f"{rel}:{line}: {number} as {where} (use {values[number]})")
     assert not copies, "\n".join(copies)
+
+
+# ---------------------------------------------------------------- read from _config.yml
+
+
+def _block(tmp_path, edit) -> Path:
+    """A copy of _config.yml with its grading block changed by ``edit``."""
+    import yaml
+
+    whole = yaml.safe_load(config.CONFIG_FILE.read_text())
+    edit(whole["grading"])
+    path = tmp_path / "_config.yml"
+    path.write_text(yaml.safe_dump(whole))
+    return path
+
+
+def test_the_configuration_is_the_grading_block_of_config_yml(tmp_path):
+    """Are the values the grader uses those of _config.yml, and does a changed value there
+    change what the grader reads (Gradescope's unnamed limits following the main ones)?"""
+    import yaml
+
+    block = yaml.safe_load(config.CONFIG_FILE.read_text())["grading"]
+    assert dataclasses.asdict(LIMITS) == block["limits"]
+    assert config.COURSE_ID == block["course_id"] and config.FIRST_UID == block["first_uid"]
+    assert config.BOOK_CELL_TIMEOUT == block["book_cell_timeout"]
+    for key, value in block["gradescope"].items():
+        assert getattr(GRADESCOPE, key) == value
+
+    def change(grading):
+        grading["limits"]["cell_timeout"] = 61
+        grading["gradescope"]["memory_mb"] = 2000
+
+    loaded = config.load(_block(tmp_path, change))
+    assert loaded["limits"].cell_timeout == 61 and loaded["gradescope"].cell_timeout == 61
+    assert loaded["gradescope"].memory_mb == 2000 and loaded["limits"].memory_mb == LIMITS.memory_mb
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda g: g["limits"].update(cell_timeout="60"), "expected a positive integer, got '60'"),
+        (lambda g: g["limits"].update(memory_mb=0), "grading.limits.memory_mb"),
+        (lambda g: g["limits"].update(cell_timout=60), "unknown limit(s) ['cell_timout']"),
+        (lambda g: g["limits"].pop("wall_factor"), "missing ['wall_factor']"),
+        (lambda g: g["gradescope"].update(memory_mb=True), "grading.gradescope.memory_mb"),
+        (lambda g: g.pop("first_uid"), "grading.first_uid is missing"),
+        (lambda g: g.update(course_id=""), "grading.course_id: expected a name"),
+    ],
+)
+def test_a_wrong_value_is_refused_with_what_was_expected(tmp_path, edit, said):
+    """Does a missing, unknown or ill-typed value fail to load, saying which key, what it
+    expects and what it found (never a default in its place)?"""
+    with pytest.raises(config.ConfigError) as err:
+        config.load(_block(tmp_path, edit))
+    assert said in str(err.value)
 
 
 # ---------------------------------------------------------------- passed down
@@ -242,7 +296,7 @@ def test_the_gradescope_bundle_writes_the_configuration(tmp_path, monkeypatch):
     out = gradescope.build(course, "masking", tmp_path / "masking.zip")
     with zipfile.ZipFile(out) as archive:
         bundle = json.loads(archive.read("bundle.json"))
-        assert "autograder/config.py" in archive.namelist()
+        assert {"autograder/config.py", "_config.yml"} <= set(archive.namelist())
     assert bundle["notebook_timeout"] == GRADESCOPE.notebook_timeout
     assert bundle["memory_mb"] == GRADESCOPE.memory_mb
     assert bundle["cell_timeout"] == LIMITS.cell_timeout

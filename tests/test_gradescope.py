@@ -83,6 +83,15 @@ def test_run_autograder_never_looks_next_to_itself():
     assert "-m venv" in gradescope.SETUP and "python3 -m pip install" not in gradescope.SETUP
 
 
+def test_the_scripts_are_executable_bash_files_the_bundle_carries(tmp_path):
+    """Are setup.sh and run_autograder real, executable files that bash can parse, the
+    scripts the bundle is written with?"""
+    for name, text in (("setup.sh", gradescope.SETUP), ("run_autograder", gradescope.RUN)):
+        path = gradescope.FILES / name
+        assert path.read_text() == text and os.access(path, os.X_OK), name
+        subprocess.run(["bash", "-n", str(path)], check=True)
+
+
 def test_students_see_no_hidden_total():
     """Does the students' summary count only visible tests, saying hidden ones exist?"""
     tests = [
