@@ -20,6 +20,13 @@ Every submitted file ends as exactly one :class:`Submission` with one student id
 - **chapter**: from ``--assignment``, the folder layout, the notebook's graded cells, its
   file name, or, for a notebook that cannot be read, the one chapter of the rest of the
   batch; see :func:`resolve_chapters`.
+
+Why one module: every step from an upload to a :class:`Submission` (unpacking, picking a
+notebook, naming the student, telling the chapter, keeping the newest) fills in or refuses
+the same records, and each decides from what an earlier one kept: :func:`extract` keeps a
+member's date in its zip because :func:`choose_newest` orders by it. The zip reader
+(:class:`ZipLimits` to :func:`_unwrap`, about 110 lines) is the one part that stands alone,
+and would move out if another command came to unpack uploads.
 """
 
 from __future__ import annotations

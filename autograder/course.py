@@ -14,6 +14,11 @@ folder where it runs a submission, over whatever the student sent. So the
 grader always runs its own ``checks`` (hidden ones included), never a copy the
 student edited, and the kernel sees only the ``solutions`` modules of earlier
 chapters, never the answers to the chapter being graded.
+
+Why one module: :class:`Course` is the course folder above, and its release and its grading
+are two halves of one layout: :meth:`Course.grade` releases a chapter it finds missing,
+autograde copies ``source/<chapter>/`` as :meth:`Course.stage_source` wrote it, and both go
+through one gradebook URL, its password moved out once by :func:`without_password`.
 """
 
 from __future__ import annotations

@@ -57,6 +57,12 @@ the nbgrader sources.
 
 Files are written only when their content changes, so that Sphinx and the
 execution cache see unchanged pages as unchanged.
+
+Why one module: :func:`edition_cells` marks the cells it writes (``metadata.edition``: stub,
+reference, note, model answer, student-reference) and :func:`workbook` and the Sphinx
+extension read those marks back, so the writer and the readers of that private vocabulary
+change together; the extension is only where the book's downloads are made by the same
+rules.
 """
 
 from __future__ import annotations

@@ -27,6 +27,12 @@ happened, the ``attention_graded`` table of :mod:`autograder.ledger`).
   every page of a class reads the same. English pages are the source, word for word.
   The student's notebook is shown as it is, and the checks' messages are in the
   language the grader gave them (the submission's, :mod:`checks._i18n`).
+
+Why one module: a page's renderers (nbconvert's Markdown, Pygments), its nh3 allow-list and
+its CSP (which admits only the page's own stylesheet, by its hash) must agree on what a page
+may hold, so they change together. Every word a student reads about a grade is a literal
+``tr`` of this file, which ``make catalogs`` reads (``TOOL_MODULES``); gradescope.py says
+the grader's record with the same words (:func:`in_plain_words`, :func:`translator`).
 """
 
 from __future__ import annotations

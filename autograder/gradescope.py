@@ -23,6 +23,11 @@ rlimits (``"sandbox": "auto"`` in bundle.json; ``"required"`` refuses to grade w
 bubblewrap; ``"off"``); results.json is written after every process of theirs is gone. The root folder is
 ``$AUTOGRADER_ROOT`` (default ``/autograder``). ``tests/test_gradescope.py`` runs the
 bundle as Gradescope does, in bubblewrap with a temporary folder at ``/autograder``.
+
+Why one module: it is both ends of the bundle, :func:`build`, which writes the layout above
+and ``bundle.json``, and :func:`main`, which reads them inside Gradescope's container, and
+the two must change together (a key added to ``bundle.json`` is written and read in this
+file). The two scripts Gradescope runs are files of their own only because they are shell.
 """
 
 from __future__ import annotations

@@ -27,6 +27,14 @@ Its parts: collecting and unpacking submissions (:mod:`autograder.collect`), job
 and what comes back from them (:mod:`autograder.jobs`), the sandbox
 (:mod:`autograder.sandbox`), the worker processes (:mod:`autograder.pool`,
 :mod:`autograder.worker`) and the gradebook merge (:mod:`autograder.ledger`).
+
+Why one module: :func:`run`, :func:`_grade_in_parallel` and :func:`_record` are one loop
+over one run's ``stats``, its ``retry`` list and one :class:`Ledger`, so that each result is
+recorded once, as it completes, by the one thread that writes the gradebook. The CSV writers
+at the end (:func:`write_problems` to :func:`add_times`, about 100 lines: ``problems.csv``,
+and ``grades.csv``'s unassigned rows and times) only read what a run returns and would be
+clearer as a module of their own; not done yet because course.py, tests/test_grading.py and
+tests/test_collect.py call them as ``grading.*``.
 """
 
 from __future__ import annotations

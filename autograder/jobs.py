@@ -13,6 +13,12 @@ notebook into the job's ``autograded/`` folder, which no sandbox can reach; only
 notebook comes back to the course (:func:`copy_back`), and, for the instructor, the outputs
 it printed (:func:`keep_student_outputs`). Both are read with :func:`read_regular`, which
 opens nothing that is not a regular file and follows no link.
+
+Why one module: a job folder is one boundary with two sides, what goes in (the chapter's
+files, the gradebook's cells, the reconciled submission, the run folder) and what comes back
+(the graded notebook and, for the instructor, its outputs, read with :func:`read_regular`);
+with both sides in one file, the rule that the grader never reads a file a kernel could have
+written is checked in one place.
 """
 
 from __future__ import annotations

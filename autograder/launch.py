@@ -32,6 +32,13 @@ the branch ``repository.launch_branch``)::
 The notebooks sit next to ``checks/`` and ``solutions/``, so a kernel started
 there (Binder, a hub that pulled the branch with nbgitpuller) imports them
 without installing anything; Colab, which opens the notebook alone, installs.
+
+Why one module: the setup cell and the launch links are both made from ``repository:`` of
+``_config.yml`` and the version tag of ``pyproject.toml`` (:func:`repository`), so a change
+of where the course lives is one change here. The MyST-to-Markdown rewrites
+(:func:`plain_figures`, :func:`plain_dropdowns`) are the other thing a notebook opened
+outside the book needs, and are used where such notebooks are made: the release and the
+launchables (the dropdowns in the workbooks too).
 """
 
 from __future__ import annotations

@@ -14,6 +14,13 @@
 - :class:`CapOutput`: any single output over a size is cut.
 
 Each is tested on a tiny notebook in ``tests/test_preprocessors.py``.
+
+Why one module: these are the classes ``autograder/worker.py`` hands to nbgrader's
+``Autograde``, one per preprocessor, each small and tested on its own.
+:class:`CheckedExecute` brings what runs inside one of its test cells: the parser of the
+cell's check calls (:func:`parse_test_cell`, which feedback.py also uses to name a test
+cell) and the trusted side of the cell (:class:`_Checker`, :class:`_Deadline`), which share
+that cell's deadline.
 """
 
 from __future__ import annotations

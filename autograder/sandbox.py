@@ -29,6 +29,12 @@ nothing the grader does there by name can be redirected by a symlink).
 What the sandbox may write is student-controlled from then on: the grader never reads a
 file back from the folder a kernel ran in, never writes into it after the kernel started,
 and removes it with :func:`shutil.rmtree` (which does not follow links).
+
+Why one module: one :class:`Limits` is enforced by two means that must neither overlap nor
+leave a gap, the rlimits :meth:`Sandbox.command` puts on the command line and the
+:class:`Watchdog`'s polling of the whole tree, and :class:`SandboxKernelManager` is where
+the two meet (it starts the wrapped kernel and marks each cell's start for the watchdog); a
+limit moved from one means to the other is one change, in one file.
 """
 
 from __future__ import annotations

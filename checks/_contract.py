@@ -15,6 +15,11 @@ look right on the usual inputs:
 - :func:`expect_dropout_pattern`: dropout with 0 < p < 1 zeroes a fraction p of the
   weights and scales the rest by 1 / (1 - p), once;
 - :func:`largest_intermediate`: the largest tensor the code under test creates.
+
+Why one module: :data:`CLASSES` names the five properties every graded target declares with
+:func:`properties` (``tests/test_properties.py`` holds each to a known-wrong answer), and
+the helpers below are those properties' one implementation each; a property class and its
+helper are added together, and every chapter imports both from here.
 """
 
 from __future__ import annotations

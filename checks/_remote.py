@@ -42,6 +42,11 @@ What the proxies keep of a local call's behaviour, and what they do not:
 
 A kernel that lies can only make *its own* calls return what it likes: the
 references, the comparisons and the verdict are computed here.
+
+Why one module: every proxy (function, class, module, submodule, method) is a view of one
+:class:`Session`, whose handles, random-state push and graph of remote calls they all go
+through, and :class:`InProcess`, the self-check's transport, must behave exactly as the
+socket does; together they are what lets a check see the same thing wherever it runs.
 """
 
 from __future__ import annotations

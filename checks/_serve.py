@@ -8,6 +8,11 @@ stay here and are named by a handle. The grader's side is :mod:`checks._remote`.
 
 The same :class:`Server` answers, in the student's own process, the self-check's calls
 (:func:`checks._remote.local`), so that a check sees the same thing wherever it runs.
+
+Why one module: it is the one module a test cell has the kernel import
+(``__import__('checks._serve').serve(...)``), and :class:`Server` is one table of objects by
+handle that every request (call, attribute, backward, state, globals) reads and writes; it
+answers, request for request, what :class:`checks._remote.Session` asks.
 """
 
 from __future__ import annotations

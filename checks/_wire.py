@@ -28,6 +28,11 @@ frame whose blobs do not add up to its length is refused before its body is read
 What it keeps of a tensor: its dtype, shape, strides (views, transposes and expanded
 tensors arrive as such) and device; not ``requires_grad`` (the protocol carries that
 apart) nor storage shared between two tensors of one message.
+
+Why one module: it is both sides of one format (:func:`encode` and :func:`send`;
+:func:`parse_header`, :func:`decode` and :func:`recv`), and its caps (:data:`MAX_FRAME`,
+:data:`MAX_HEADER`, :data:`MAX_DEPTH`, ...) bound the writer and the reader alike. The
+grader and the kernel import this same file, so they cannot disagree on a frame.
 """
 
 from __future__ import annotations

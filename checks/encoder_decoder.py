@@ -2,6 +2,12 @@
 
 Each samples one case of every property the hidden checks test at length: the shape, the
 residual paths and norms, ``nn.TransformerDecoderLayer``, the two masks, float64 and gradients.
+
+Why one module: it mirrors one chapter notebook, whose one graded target, the decoder block,
+needs fixtures of its own (a block with random LayerNorms, its copy as
+``nn.TransformerDecoderLayer``, the two padding masks). checks/hidden/encoder_decoder.py
+imports them from here, the module every release keeps, so that both test with the same
+fixtures.
 """
 
 import functools

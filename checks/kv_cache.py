@@ -3,6 +3,11 @@
 References: a sort of each row in plain Python for ``sampling_probs``, and attention computed
 query by query in float64, over the positions each query may see, for ``attend_with_cache``.
 Every reference is computed from copies of the inputs made before the code under test runs.
+
+Why one module: it mirrors one chapter notebook, with its two graded targets
+(``sampling_probs`` and ``attend_with_cache``) and its three questions. Its plain-Python
+references, call wrappers and contracts are also what checks/hidden/kv_cache.py imports, and
+they live here because a release keeps this module and drops ``checks/hidden/``.
 """
 
 from __future__ import annotations

@@ -3,6 +3,12 @@
 References: the sliding-window mask and the rotation formula written out with explicit loops,
 the relative-position property of RoPE, grouped-query attention head by head with
 ``F.scaled_dot_product_attention``, and ``nn.MultiheadAttention`` for as many groups as heads.
+
+Why one module: it mirrors one chapter notebook, with its three graded targets
+(``sliding_window_mask``, ``apply_rope`` and the grouped-query attention module), each with
+a loop reference and a diagnosis of the classic mistakes, and its three questions; one
+module per chapter is how ``checks/`` is laid out, and checks/hidden/modern.py imports the
+wrappers and contracts from here.
 """
 
 import math

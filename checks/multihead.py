@@ -1,4 +1,11 @@
-"""Visible checks for the chapter "Causal and multi-head attention"."""
+"""Visible checks for the chapter "Causal and multi-head attention".
+
+Why one module: it mirrors one chapter notebook, whose three graded targets build on one
+another (the causal lengths, the two head transposes, ``MultiHeadAttention``): the module's
+checks swap in the checks' own transposes (:func:`own_transposes`), so that a wrong answer
+to 7.2 costs nothing in 7.3, and :func:`diagnose` names the wrong step of 7.3.
+checks/hidden/multihead.py imports the wrappers and contracts from here.
+"""
 
 import contextlib
 import functools

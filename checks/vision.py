@@ -2,6 +2,11 @@
 
 References: patches cut one at a time by slicing (an explicit loop), and the weights of a
 relative 2-D bias written out by hand from the row and column of each patch.
+
+Why one module: it mirrors one chapter notebook, with its two graded targets (``patchify``
+and the grid attention module) and its three questions. The loop references, call wrappers
+and contracts here are also what checks/hidden/vision.py imports: they live in the visible
+module because a release keeps it and drops ``checks/hidden/``.
 """
 
 import torch

@@ -272,3 +272,30 @@ def test_the_layer_check_sees_an_import_upwards(monkeypatch):
     monkeypatch.setitem(globals(), "graph", lambda root=ROOT: planted)
     with pytest.raises(AssertionError, match=r"autograder.config \(ground\) imports "):
         test_imports_follow_the_declared_layers("autograder")
+
+
+# ---------------------------------------------------------------- the length of a module
+
+# A module of autograder/ or checks/ longer than this (in lines, as `wc -l` counts them) gives,
+# in a paragraph of its docstring that starts with WHY, the reason its code is one module.
+LONG_MODULE = 300
+WHY = "Why one module:"
+
+
+def test_a_long_module_says_why_it_is_one():
+    """Does every module of autograder/ and checks/ (their subpackages too) longer than
+    LONG_MODULE lines have a paragraph in its docstring, "Why one module: ...", that says why
+    its code belongs in one file?"""
+    paragraph = re.compile(rf"(?:\A|\n\n){re.escape(WHY)} \S")
+    silent = []
+    for name, path in modules().items():
+        if name.split(".")[0] not in ("autograder", "checks"):
+            continue
+        text = path.read_text()
+        length = len(text.splitlines())
+        if length > LONG_MODULE and not paragraph.search(ast.get_docstring(ast.parse(text)) or ""):
+            silent.append(f"{path.relative_to(ROOT)} ({length} lines)")
+    assert not silent, (
+        f"modules over {LONG_MODULE} lines whose docstring has no paragraph {WHY!r} "
+        "(say why the code belongs together, or split it):\n" + "\n".join(silent)
+    )

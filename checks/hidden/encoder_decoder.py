@@ -5,6 +5,11 @@ a causal ``tgt_mask`` and both key-padding masks), in float32 and float64 with i
 LayerNorm by its formula; an explicit loop over target prefixes; and masking properties
 (perturbing later targets, padded targets or padded encoder outputs changes nothing, while a
 valid encoder output does change the output).
+
+Why one module: the grader's checks of one chapter notebook, apart from
+checks/encoder_decoder.py only because a release drops ``checks/hidden/``: the decoder block
+against ``nn.TransformerDecoderLayer`` at length, and the keys of the chapter's two
+questions, with the visible module's fixtures rather than copies of them.
 """
 
 import functools

@@ -4,6 +4,11 @@ References: a sort of each row in plain Python (``sampling_probs``); attention q
 in float64 over the positions each query may see, and one pass of attention with a band mask
 built position by position (``attend_with_cache``); for the questions, meta tensors of the
 cache's shape and a reachability computed layer by layer.
+
+Why one module: the grader's checks of one chapter notebook, apart from checks/kv_cache.py
+only because a release drops ``checks/hidden/``: its two targets at length (decoding in
+pieces against one pass, windows, half precision) and the keys of its three questions, with
+the visible module's wrappers and contracts rather than copies of them.
 """
 
 import torch

@@ -2,6 +2,11 @@
 
 References: the causal mask built by a double loop, the perturbation property,
 head-by-head slicing, and torch.nn.MultiheadAttention given the same weights.
+
+Why one module: the grader's checks of one chapter notebook, apart from checks/multihead.py
+only because a release drops ``checks/hidden/``: its three targets at length against loops,
+slicing and ``nn.MultiheadAttention``, and the keys of its three questions, with the visible
+module's wrappers and contracts rather than copies of them.
 """
 
 import torch

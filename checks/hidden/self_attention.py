@@ -6,6 +6,11 @@ module's own projection weights and bias table; PyTorch's
 relative bias (copying the previous item, shared far offsets, gradients only to the
 offsets that occur); the formula of the positional encoding entry by entry with
 ``math``, and its algebraic properties; the keys of the chapter's questions.
+
+Why one module: the grader's checks of one chapter notebook (its visible checks are
+checks/self_attention.py; a release drops ``checks/hidden/``): the relative-bias attention
+module against a loop and SDPA, the positional encoding against its formula, and the keys of
+the chapter's three questions.
 """
 
 import math

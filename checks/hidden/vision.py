@@ -5,6 +5,11 @@ loop over batch, queries and keys in float64 from the module's own weights and b
 and PyTorch's ``scaled_dot_product_attention`` with the bias as a float mask; what a large
 bias on one offset must do on a grid (copy the neighbour, never across a row's end); the
 keys of the chapter's questions, computed where they can be.
+
+Why one module: the grader's checks of one chapter notebook, apart from checks/vision.py
+only because a release drops ``checks/hidden/``: ``patchify`` and the grid attention module
+at length (against ``F.unfold``, loops and SDPA) and the keys of its three questions, with
+the visible module's wrappers and contracts rather than copies of them.
 """
 
 import math
