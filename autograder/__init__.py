@@ -6,7 +6,7 @@ The modules form layers, lowest first. A module imports modules of its own layer
 layers below it, never one above, and no two modules import each other, even inside a
 function (``tests/test_imports.py`` reads the table below and enforces both)::
 
-    ground      __init__ config records notebooks scores pool formgrader i18n.markdown
+    ground      __init__ config records notebooks scores tables pool formgrader i18n.markdown
     sources     i18n questions collect sandbox execute export
     parts       launch ledger preprocessors worker jobs
     pages       i18n.pages i18n.readme i18n.book i18n.sphinx grading
@@ -16,7 +16,8 @@ function (``tests/test_imports.py`` reads the table below and enforces both)::
 
 - **ground**: the configuration (every limit and id, :mod:`.config`), the sentences the
   grader records (:mod:`.records`), reading the book's notebooks and table of contents
-  (:mod:`.notebooks`), score arithmetic, the grading worker's process handle (:mod:`.pool`),
+  (:mod:`.notebooks`), score arithmetic, the CSV files of a grading run (:mod:`.tables`), the
+  grading workers' thread pool (:mod:`.pool`),
   the formgrader's server command, MyST's messages;
 - **sources**: what the course is made of, read or checked: the languages and catalogs
   (:mod:`.i18n`), the questions, collected submissions, the sandbox, the book's execution

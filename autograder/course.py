@@ -318,7 +318,7 @@ class Course:
         run_demos: bool = False,
     ) -> int:
         """Collect, autograde in parallel, and export ``grades.csv`` (see autograder.grading)."""
-        from autograder import collect, grading
+        from autograder import collect, grading, tables
 
         output = Path(output).resolve()
         problems = Path(problems).resolve() if problems else output.with_name("problems.csv")
@@ -369,15 +369,15 @@ class Course:
         stats = grading.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))
         self.last_stats = stats
         elapsed = time.monotonic() - start
-        kept = grading.unassigned_rows(output)  # rows the gradebook does not hold
+        kept = tables.unassigned_rows(output)  # rows the gradebook does not hold
         self.export_grades(output)
-        grading.add_unassigned_rows(output, entries, kept)
+        tables.add_unassigned_rows(output, entries, kept)
         ledger = grading.Ledger(self.db_url, self.course_id)
         try:
-            grading.add_times(output, ledger.times())
+            tables.add_times(output, ledger.times())
         finally:
             ledger.close()
-        grading.write_problems(problems, stats["failed"], entries)
+        tables.write_problems(problems, stats["failed"], entries)
         print(
             f"graded {stats['graded']}, problems {stats['problems']}, skipped {stats['skipped']} "
             f"in {elapsed:.1f} s with {settings.jobs} job(s)"

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import collect, grading
+from autograder import collect, tables
 from autograder.course import COURSE_ID, Course
 from tests.hostile import AUTO_POINTS, CHAPTER, reference
 
@@ -356,13 +356,13 @@ def test_rows_for_notebooks_without_a_chapter(tmp_path):
     (tmp_path / "in" / "zed.ipynb").write_text("{ not json")
     subs = _prepared(tmp_path)
     subs["zed"].chapter = None  # as in a batch of several chapters
-    assert grading.add_unassigned_rows(grades, list(subs.values())) == 1
+    assert tables.add_unassigned_rows(grades, list(subs.values())) == 1
     rows = list(csv.DictReader(grades.open()))
     assert [(r["student_id"], r["assignment"], r["score"]) for r in rows] == [
         ("ada", "masking", "10.0"),
         ("zed", "", "0.0"),
     ]
-    grading.write_problems(tmp_path / "p" / "problems.csv", [(subs["zed"], "why")], subs.values())
+    tables.write_problems(tmp_path / "p" / "problems.csv", [(subs["zed"], "why")], subs.values())
     assert "zed,,zed.ipynb,why" in (tmp_path / "p" / "problems.csv").read_text()
 
 
