@@ -310,9 +310,13 @@ def _grade_in_parallel(
         for future in as_completed(futures):
             _record(course_root, ledger, stats, retry, *future.result())
             bar.update(1)
+    except BaseException:  # Ctrl-C, or a worker that cannot start: stop now, not after the jobs
+        pool.close(now=True)
+        raise
+    else:
+        pool.close()
     finally:
         bar.close()
-        pool.close()
 
 
 def _record(course_root, ledger, stats, retry, sub, root, run, reply, outcome) -> None:

@@ -208,10 +208,17 @@ class Pool:
                 self._workers.pop(worker.index, None)
         return reply, why
 
-    def close(self) -> None:
-        """Wait for the running jobs, then stop every worker (all told at once: each takes a
-        moment to shut down)."""
-        self.executor.shutdown(wait=True, cancel_futures=True)
+    def close(self, now: bool = False) -> None:
+        """Stop every worker: after the running jobs end, each told there is no more work (all
+        at once: each takes a moment to shut down); or, ``now`` (an interrupted run), killed
+        with their kernels at once, the jobs not started dropped."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        if now:
+            with self._lock:
+                running = list(self._workers.values())
+            for worker in running:
+                worker.kill()  # its thread's wait ends: the worker is dead
+        self.executor.shutdown(wait=True)
         with self._lock:
             workers = list(self._workers.values())
         for worker in workers:

@@ -96,6 +96,23 @@ def test_close_stops_every_worker(fake):
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
 
 
+def test_an_interrupted_run_stops_its_workers_at_once(fake):
+    """Closing with now=True (Ctrl-C during a run): are the busy workers killed at once, not
+    waited for, and the jobs not started dropped?"""
+    grading = pool.Pool(1, 1024, fake)
+    first, _ = grading.executor.submit(grading.run, _job(0), 60, 60).result()
+    busy = grading.executor.submit(grading.run, _job(1, "sleeper"), 600, 600)
+    waiting = grading.executor.submit(grading.run, _job(2), 60, 60)
+    time.sleep(0.5)  # the sleeper has its worker
+    start = time.monotonic()
+    grading.close(now=True)
+    assert time.monotonic() - start < 10
+    assert busy.result()[0] is None and waiting.cancelled()
+    assert not psutil.pid_exists(first["pid"]) or (
+        psutil.Process(first["pid"]).status() == psutil.STATUS_ZOMBIE
+    )
+
+
 # A daemon of the kernel's uid that hops to a new pid every few milliseconds: each generation
 # writes the time, starts the next in a new session and exits. A snapshot of the uid's
 # processes taken at any moment misses the next generation. (sh, not Python: the test's
