@@ -68,8 +68,7 @@ class Worker:
             preexec_fn=_limits(memory_mb),
         )
         self.index = index
-        self.job: dict | None = None
-        self.started = 0.0
+        self.started = 0.0  # when the job being graded was sent
         self.cpu_at_start = 0.0
         self.replies: queue.SimpleQueue = queue.SimpleQueue()  # answers; None: it ended
         self.ready = threading.Event()
@@ -88,7 +87,7 @@ class Worker:
         self.replies.put(None)  # the worker ended
 
     def send(self, job: dict) -> None:
-        self.job, self.started = job, time.monotonic()
+        self.started = time.monotonic()
         self.cpu_at_start = self.cpu_seconds()
         self.proc.stdin.write(json.dumps(job) + "\n")
         self.proc.stdin.flush()

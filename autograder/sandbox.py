@@ -283,8 +283,13 @@ def kill_user(uid: int, rounds: int = 5) -> int:
     return killed
 
 
-def _kill_all_as(uid: int) -> None:
-    """``kill(-1, SIGKILL)`` from a child that is ``uid`` and nothing else (root only)."""
+def _kill_all_as(uid: int, wait: float = 5.0) -> None:
+    """``kill(-1, SIGKILL)`` from a child that is ``uid`` and nothing else (root only).
+
+    Once it is ``uid``, the child can be signalled by that uid's processes, which it is about
+    to kill: one could stop it first. So it is waited for ``wait`` seconds at most, then
+    killed from here; the walk of :func:`kill_user` does the rest.
+    """
     pid = os.fork()
     if pid == 0:  # only system calls here, then out: nothing of this process's state is used
         try:
@@ -294,7 +299,13 @@ def _kill_all_as(uid: int) -> None:
             os.kill(-1, signal.SIGKILL)  # never this process itself (Linux)
         finally:
             os._exit(0)
-    os.waitpid(pid, 0)
+    deadline = time.monotonic() + wait
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return
+        time.sleep(0.002)
 
 
 class SandboxKernelManager(AsyncKernelManager):

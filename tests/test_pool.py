@@ -162,3 +162,22 @@ def test_a_pid_hopping_daemon_of_the_kernels_uid_is_gone_when_its_kernel_is(tmp_
         shutil.rmtree(folder, ignore_errors=True)
     assert len(times) >= 20, "the daemon never ran: this test proves nothing"
     assert max(times) < stopped, f"{sum(t >= stopped for t in times)} writes after the kill"
+
+
+@pytest.mark.timeout(60)
+def test_a_kill_as_the_uid_that_is_stopped_does_not_hang_the_grader(monkeypatch):
+    """Once the child that kills as the kernel's uid has taken that uid, the uid's processes
+    may signal it: stopped there (SIGSTOP), does the grader still go on, the child reaped?"""
+    import signal
+
+    from autograder import sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("the kill as the kernel's uid needs root")
+    # In the forked child, taking the uid stops it, as a student's SIGSTOP would right after.
+    monkeypatch.setattr(os, "setuid", lambda uid: os.kill(os.getpid(), signal.SIGSTOP))
+    children = set(psutil.Process().children())
+    start = time.monotonic()
+    sandbox._kill_all_as(64901, wait=1.0)
+    assert time.monotonic() - start < 10
+    assert set(psutil.Process().children()) == children  # nothing stopped or unreaped left
