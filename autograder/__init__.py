@@ -2,35 +2,37 @@
 
 Run ``python -m autograder --help`` for the commands.
 
+Its packages, each with one responsibility (each one's docstring says what it owns and
+what it may import), and the modules beside them:
+
+- the ground, read by every package: :mod:`.config` (every limit and id, read from the
+  ``grading:`` block of ``_config.yml``), :mod:`.records` (the sentences the grader
+  records), :mod:`.notebooks` (the book's notebooks and table of contents);
+- :mod:`.i18n`: languages, terms and the gettext catalogs' messages of every page;
+- :mod:`.sandbox`: the bubblewrap sandbox, the rlimits and the watchdog of every kernel
+  that runs a submission;
+- :mod:`.book`: the book's editions, execution, launch links and downloads;
+- :mod:`.grading`: a batch from the submissions handed in to the gradebook (collect,
+  schedule, run, record);
+- :mod:`.course`: the nbgrader course folder (release, grade, export), which assembles the
+  book and the grading;
+- :mod:`.results`: feedback pages and the instructor's summaries;
+- :mod:`.gradescope`: the Gradescope bundle and what it runs;
+- :mod:`.catalogs`: the translation catalogs, which read every message source;
+- :mod:`.cli`: the command line.
+
 The modules form layers, lowest first. A module imports modules of its own layer and of the
 layers below it, never one above, and no two modules import each other, even inside a
-function (``tests/test_imports.py`` reads the table below and enforces both)::
+function; no two packages import each other either (``tests/test_imports.py`` reads the
+table below and enforces all three)::
 
-    ground      __init__ config records notebooks scores tables pool formgrader i18n.markdown
-    sources     i18n questions collect sandbox execute export
-    parts       launch ledger preprocessors worker jobs
-    pages       i18n.pages i18n.readme i18n.book i18n.sphinx grading
-    assemblies  editions course
-    products    launchables gradescope feedback reports i18n.catalogs
+    ground      __init__ config records notebooks i18n.markdown grading grading.scores grading.tables grading.pool grading.formgrader book results gradescope
+    sources     i18n book.questions grading.collect sandbox.wrap sandbox.processes sandbox.kernel sandbox.watchdog sandbox book.execute book.export
+    parts       book.launch grading.ledger grading.preprocessors grading.worker grading.jobs
+    pages       i18n.pages i18n.readme book.i18n_stage book.i18n_extension grading.batch
+    assemblies  book.editions course
+    products    book.launchables gradescope.bundle results.feedback results.reports catalogs
     commands    cli __main__
-
-- **ground**: the configuration (every limit and id, :mod:`.config`), the sentences the
-  grader records (:mod:`.records`), reading the book's notebooks and table of contents
-  (:mod:`.notebooks`), score arithmetic, the CSV files of a grading run (:mod:`.tables`), the
-  grading workers' thread pool (:mod:`.pool`),
-  the formgrader's server command, MyST's messages;
-- **sources**: what the course is made of, read or checked: the languages and catalogs
-  (:mod:`.i18n`), the questions, collected submissions, the sandbox, the book's execution
-  and the ``solutions/`` export;
-- **parts**: the setup cell and launch links (:mod:`.launch`), the gradebook
-  (:mod:`.ledger`), the grader's preprocessors and worker, the job folders;
-- **pages**: translated pages, README, book and Sphinx build; the parallel grading run
-  (:mod:`.grading`);
-- **assemblies**: the two editions of the book (:mod:`.editions`) and the nbgrader course
-  folder (:mod:`.course`);
-- **products**: what a command hands out: launchable notebooks, the Gradescope bundle,
-  feedback pages and summaries, the translation catalogs (which read every message source);
-- **commands**: the command line.
 
 Besides the standard library and third-party packages, ``autograder`` may import ``checks``
 (the registry, the quiz's rules, the remote protocol the grader drives) and ``solutions``;

@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "export":
-        from autograder.export import export
+        from autograder.book.export import export
 
         return export(check=args.check)
     if args.command == "release":
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.command == "feedback":
         from autograder.course import Course
-        from autograder.reports import feedback
+        from autograder.results.reports import feedback
 
         course = Course(args.course_dir, db_url=args.db)
         pages = feedback(course, args.chapter, args.student, args.lang)
@@ -209,13 +209,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "formgrader":
         from autograder.course import Course
-        from autograder.formgrader import serve
+        from autograder.grading.formgrader import serve
 
         course = Course(args.course_dir, db_url=args.db)
         return serve(course, port=args.port, ip=args.ip, browser=not args.no_browser)
     if args.command == "summary":
         from autograder.course import Course
-        from autograder.reports import summary
+        from autograder.results.reports import summary
 
         course = Course(args.course_dir, db_url=args.db)
         rows = summary(
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if rows else 1
     if args.command == "gradescope":
         from autograder.course import Course
-        from autograder.gradescope import build
+        from autograder.gradescope.bundle import build
 
         course = Course(args.course_dir)
         output = args.output or course.root / "gradescope" / f"{args.chapter}.zip"
@@ -243,23 +243,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
         return 0
     if args.command == "execute":
-        from autograder.execute import execute
+        from autograder.book.execute import execute
 
         execute([p.resolve() for p in args.notebooks] or None)
         return 0
     if args.command == "stage-book":
-        from autograder.editions import stage_book
+        from autograder.book.editions import stage_book
 
         stage_book(args.dest, edition=args.edition, lang=args.lang)
         return 0
     if args.command == "launchables":
-        from autograder.launchables import write_launchables
+        from autograder.book.launchables import write_launchables
 
         written = write_launchables(args.dest, lang=args.lang)
         print(f"wrote {len(written)} launchable notebooks and the course package to {args.dest}")
         return 0
     if args.command == "catalogs":
-        from autograder.i18n import catalogs, readme
+        from autograder import catalogs
+        from autograder.i18n import readme
 
         unplaced = catalogs.write_templates(args.pot_dir)
         for line in unplaced:

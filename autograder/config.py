@@ -17,7 +17,7 @@ What is here, and who reads it:
 
 Every value is written once, in ``_config.yml`` (the Gradescope bundle carries a copy of it
 next to this package). The CLI (:mod:`autograder.cli`), :class:`autograder.course.Course`,
-:class:`autograder.grading.Settings`, :class:`autograder.sandbox.Limits`, the grading worker
+:class:`autograder.grading.batch.Settings`, :class:`autograder.sandbox.Limits`, the grading worker
 and the Gradescope bundle take their defaults from here; ``book/instructors.md`` states them
 and ``tests/test_config.py`` checks it says what is here, and that no module of
 ``autograder/`` writes one of these numbers as a default of its own. A missing, unknown or

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import launch, questions
 from autograder import notebooks as nbs
+from autograder.book import launch, questions
 from autograder.config import COURSE_ID, LIMITS, config_file, nbgrader_config
-from autograder.ledger import venv_on_path
+from autograder.grading.ledger import venv_on_path
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 
@@ -63,12 +63,12 @@ course itself (`pip install "{requirement}"`).
 
 def setup_note(chapter: str, lang: str = "en") -> str:
     """The README.md of a released chapter folder: what it holds and how to run it."""
+    from autograder.book.i18n_stage import translate_chapter
     from autograder.i18n import gettext
-    from autograder.i18n.pages import translate_notebook
 
     path = nbs.notebook_path(chapter)
     page = path.relative_to(nbs.ROOT).with_suffix("").as_posix()
-    nb = translate_notebook(nbs.read(path), lang, page)
+    nb = translate_chapter(nbs.read(path), lang, page)
     heading = next((c.source for c in nb.cells if c.cell_type == "markdown"), "")
     title = heading.splitlines()[0].lstrip("# ").strip() if heading else chapter
     return gettext(lang, SETUP_NOTE).format(
@@ -214,7 +214,7 @@ class Course:
     # ------------------------------------------------------------ release
     def stage_source(self, chapter: str) -> Path:
         """Write ``source/<chapter>/``: the notebook, all checks, earlier chapters' solutions."""
-        from autograder.i18n.pages import translate_notebook
+        from autograder.book.i18n_stage import translate_chapter
 
         notebook = nbs.notebook_path(chapter)
         src = self.root / "source" / chapter
@@ -223,7 +223,7 @@ class Course:
         src.mkdir(parents=True)
         nb = nbs.read(notebook)
         # A cell that would show a prediction's answer is the reader edition's, never a
-        # student's (autograder.questions).
+        # student's (autograder.book.questions).
         nb.cells = [c for c in nb.cells if not questions.reveals(c)]
         for cell in nb.cells:
             if cell.cell_type == "code":
@@ -234,7 +234,7 @@ class Course:
         # questions' self-checks say only "recorded", even where the course is installed.
         nb.cells = launch.with_setup(nb.cells, graded=True)
         page = notebook.relative_to(nbs.ROOT).with_suffix("").as_posix()
-        nb = translate_notebook(nb, self.lang, page)  # markdown only: code and grades are shared
+        nb = translate_chapter(nb, self.lang, page)  # markdown only: code and grades are shared
         launch.with_plain_figures(nb, src, self.lang)  # Jupyter renders Markdown, not MyST
         launch.with_plain_dropdowns(nb)  # and <details>, not MyST dropdowns (a folded hint)
         nbformat.write(nb, src / notebook.name)
@@ -317,8 +317,8 @@ class Course:
         sandbox: bool = True,
         run_demos: bool = False,
     ) -> int:
-        """Collect, autograde in parallel, and export ``grades.csv`` (see autograder.grading)."""
-        from autograder import collect, grading, tables
+        """Collect, autograde in parallel, and export ``grades.csv`` (see autograder.grading.batch)."""
+        from autograder.grading import batch, collect, tables
 
         output = Path(output).resolve()
         problems = Path(problems).resolve() if problems else output.with_name("problems.csv")
@@ -353,26 +353,26 @@ class Course:
         missing = [ch for ch in chapters if not (self.root / "release" / ch).is_dir()]
         if missing:
             self.release(missing)
-        settings = grading.Settings(
-            jobs=jobs or grading.default_jobs(),
+        settings = batch.Settings(
+            jobs=jobs or batch.default_jobs(),
             cell_timeout=cell_timeout or self.timeout,
             notebook_timeout=notebook_timeout,
-            wall_factor=wall_factor or grading.Settings.wall_factor,
+            wall_factor=wall_factor or batch.Settings.wall_factor,
             memory_mb=memory_mb,
-            grader_cpu_seconds=grader_cpu or grading.Settings.grader_cpu_seconds,
+            grader_cpu_seconds=grader_cpu or batch.Settings.grader_cpu_seconds,
             force=force,
-            shard=grading.parse_shard(shard),
+            shard=batch.parse_shard(shard),
             sandbox=sandbox,
             run_demos=run_demos,
         )
         start = time.monotonic()
-        stats = grading.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))
+        stats = batch.run(self, entries, settings, log=lambda m: print(m, file=sys.stderr))
         self.last_stats = stats
         elapsed = time.monotonic() - start
         kept = tables.unassigned_rows(output)  # rows the gradebook does not hold
         self.export_grades(output)
         tables.add_unassigned_rows(output, entries, kept)
-        ledger = grading.Ledger(self.db_url, self.course_id)
+        ledger = batch.Ledger(self.db_url, self.course_id)
         try:
             tables.add_times(output, ledger.times())
         finally:
@@ -416,7 +416,7 @@ class Course:
         """Each submission of the batch with its score, the hand-graded points named."""
         from nbgrader.api import Gradebook, MissingEntry
 
-        from autograder.scores import total_of
+        from autograder.grading.scores import total_of
 
         print(f"wrote {path}")
         with Gradebook(self.db_url, COURSE_ID) as gb:

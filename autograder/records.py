@@ -8,7 +8,7 @@ that language, its fields too where a field is itself one of these sentences (th
 inside "stopped by the sandbox"). A sentence that matches none is left as it was written.
 
 Every template is marked with :func:`N_`, so that ``make catalogs`` puts it in the
-``course`` catalog (``autograder/i18n/catalogs.py``, ``TOOL_MODULES``). This module imports
+``course`` catalog (``autograder/catalogs.py``, ``TOOL_MODULES``). This module imports
 nothing of the course: the sandbox, the collector and the grader all use it.
 """
 
@@ -98,7 +98,7 @@ def all_of(reasons: list[str]) -> str:
 
 def in_language(text: str, translate: Callable[[str], str]) -> str:
     """``text``, a recorded sentence, said with ``translate`` (a catalog's lookup, such as
-    ``autograder.feedback.translator(lang)``); as it is when it matches no template.
+    ``autograder.results.feedback.translator(lang)``); as it is when it matches no template.
     ``"; "``-joined sentences (a stop for two reasons) are each said."""
     if "; " in text:
         return "; ".join(in_language(part, translate) for part in text.split("; "))

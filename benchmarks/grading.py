@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 
 import nbformat  # noqa: E402
 
-from autograder import grading  # noqa: E402
 from autograder import notebooks as nbs  # noqa: E402
 from autograder.course import COURSE_ID, Course  # noqa: E402
+from autograder.grading import batch  # noqa: E402
 
 
 def synthetic_class(chapter: str, count: int, release: Path) -> dict[str, nbformat.NotebookNode]:
@@ -77,7 +77,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chapter", default="masking")
     parser.add_argument("--submissions", type=int, default=40)
-    parser.add_argument("--jobs", type=int, default=grading.default_jobs())
+    parser.add_argument("--jobs", type=int, default=batch.default_jobs())
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-grading-"))

@@ -2,7 +2,7 @@
 staged editions and the launchable notebooks) and tests/test_book.py (the built site).
 
 A *workbook* is every notebook a student opens outside a graded release (see
-``autograder.editions.workbook``). :func:`problems` lists what keeps a notebook from being one:
+``autograder.book.editions.workbook``). :func:`problems` lists what keeps a notebook from being one:
 
 - a cell after an exercise's stub that defines (``def``, ``class``, an assignment), imports or
   loads (``%load``, ``%run``, ``exec``, ``importlib``, ``solutions.<module>``) a name the
@@ -21,8 +21,8 @@ import tokenize
 from functools import cache
 
 from autograder import notebooks as nbs
-from autograder import questions
-from autograder.editions import defined_names
+from autograder.book import questions
+from autograder.book.editions import defined_names
 
 STUB = "raise NotImplementedError()"
 MAGIC_LOADERS = re.compile(r"^\s*%+(load|run|loadpy)\b", re.M)

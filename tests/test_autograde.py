@@ -55,7 +55,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from autograder import notebooks as nbs
 from autograder.course import COURSE_ID
-from autograder.preprocessors import parse_test_cell
+from autograder.grading.preprocessors import parse_test_cell
 from checks import _quiz
 from tests import unusual, wrong
 from tests.wrong import Wrong, exercise_of
@@ -582,8 +582,8 @@ def test_the_same_answers_in_chinese_earn_the_same_grades(graded, released_copy,
     reference and of a packed notebook of wrong answers score exactly what their English
     twins scored, cell by cell (points and pass or fail), with the checks' messages in
     Chinese, no problem reported, and Chinese feedback pages?"""
-    from autograder.feedback import feedback
-    from autograder.i18n.pages import translate_notebook
+    from autograder.book.i18n_stage import translate_chapter
+    from autograder.results.feedback import feedback
 
     chapter, page = LANG_CHAPTER, f"book/{LANG_CHAPTER}"
     batch = graded(chapter)
@@ -596,7 +596,7 @@ def test_the_same_answers_in_chinese_earn_the_same_grades(graded, released_copy,
     subs = tmp_path / "submissions"
     subs.mkdir()
     for student, nb in twins.items():
-        nbformat.write(translate_notebook(nb, "zh", page), subs / f"{student}.ipynb")
+        nbformat.write(translate_chapter(nb, "zh", page), subs / f"{student}.ipynb")
     out = tmp_path / "grades.csv"
     assert course.grade(subs, chapter, out) == 0
     with open(out.with_name("problems.csv"), newline="") as f:

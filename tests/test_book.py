@@ -514,7 +514,7 @@ def test_launch_buttons(reader, student, tmp_path):
     with a JupyterHub button only if a hub is set, while the student edition has none?"""
     import yaml
 
-    from autograder import launchables
+    from autograder.book import launchables
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     branch = config["repository"]["launch_branch"]
@@ -543,7 +543,7 @@ def test_every_download_is_a_workbook(edition, request):
     introduction's download start with the setup cell?"""
     from myst_nb.core.read import read_myst_markdown_notebook
 
-    from autograder import launch
+    from autograder.book import launch
     from tests import _workbooks
 
     html_dir = request.getfixturevalue(edition)

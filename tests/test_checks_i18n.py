@@ -8,8 +8,7 @@ from contextlib import redirect_stdout
 import pytest
 
 import checks
-from autograder import i18n
-from autograder.i18n import catalogs
+from autograder import catalogs, i18n
 from checks import CheckError, _i18n, _runner
 from checks._core import REGISTRY
 from tests.wrong import load, reference
@@ -196,7 +195,7 @@ def test_a_translation_must_keep_the_format_fields(tmp_path, msgstr, ok):
 
 
 def test_the_grader_speaks_the_notebooks_language():
-    from autograder.preprocessors import _Checker
+    from autograder.grading.preprocessors import _Checker
 
     checker = _Checker.__new__(_Checker)
     checker.language = "zh_CN"
@@ -277,7 +276,7 @@ def test_a_quiz_hint_is_chinese():
 def test_every_hint_is_in_the_catalog_and_beside_the_keys():
     """Every hint is a message of the catalog, and its translation is shipped beside
     solutions/answers.py only: never in checks/_messages, which a release holds."""
-    from autograder import questions
+    from autograder.book import questions
 
     found = questions.questions()
     hints = {t for q in found for t in [*q.hints.values(), q.hint] if t}
@@ -299,7 +298,7 @@ def test_a_release_ships_no_hint(tmp_path):
 
 
 def _questions():
-    from autograder import questions
+    from autograder.book import questions
 
     return questions.questions()
 

@@ -69,9 +69,9 @@ def test_summary_writes_under_the_course_folder_by_default(tmp_path, monkeypatch
         seen.update(csv=out_csv, png=out_png)
         return [{}]
 
-    import autograder.reports
+    import autograder.results.reports
 
-    monkeypatch.setattr(autograder.reports, "summary", summary)
+    monkeypatch.setattr(autograder.results.reports, "summary", summary)
     monkeypatch.chdir(tmp_path)
     assert cli.main(["summary", "--course-dir", "c"]) == 0
     assert seen == {"csv": tmp_path / "c" / "summary.csv", "png": tmp_path / "c" / "summary.png"}

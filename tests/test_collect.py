@@ -1,4 +1,4 @@
-"""Collecting a class's submissions (autograder.collect): identities, uploads, zips, rows.
+"""Collecting a class's submissions (autograder.grading.collect): identities, uploads, zips, rows.
 
 All fast: no nbgrader run. The end-to-end check that every file gets a row in grades.csv
 is ``test_every_file_gets_a_row_and_a_reason`` (slow).
@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import collect, tables
 from autograder.course import COURSE_ID, Course
+from autograder.grading import collect, tables
 from tests.hostile import AUTO_POINTS, CHAPTER, reference
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,9 +14,10 @@ from pathlib import Path
 import polib
 import pytest
 
-from autograder import cli, collect, config, grading, sandbox
+from autograder import cli, config, sandbox
 from autograder.config import GRADESCOPE, LIMITS
 from autograder.course import Course
+from autograder.grading import batch, collect
 from tests import lockfile
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -224,7 +225,7 @@ def _grade_parser_defaults() -> dict:
 
 
 def test_the_cli_course_scheduler_and_sandbox_default_to_the_configuration():
-    """Do `grade`'s flags, Course, grading.Settings and the sandbox's Limits all start from
+    """Do `grade`'s flags, Course, batch.Settings and the sandbox's Limits all start from
     config.LIMITS?"""
     seen = _grade_parser_defaults()
     assert seen["cell_timeout"] == LIMITS.cell_timeout
@@ -232,7 +233,7 @@ def test_the_cli_course_scheduler_and_sandbox_default_to_the_configuration():
     assert seen["memory_mb"] == LIMITS.memory_mb
     assert seen["wall_factor"] == LIMITS.wall_factor
     assert seen["grader_cpu"] == LIMITS.grader_cpu_seconds
-    settings = grading.Settings(jobs=1)
+    settings = batch.Settings(jobs=1)
     for name in ("cell_timeout", "notebook_timeout", "wall_factor", "memory_mb"):
         assert getattr(settings, name) == getattr(LIMITS, name), name
     assert settings.grader_cpu_seconds == LIMITS.grader_cpu_seconds
@@ -284,7 +285,7 @@ def test_nbgrader_is_configured_in_one_place(tmp_path):
 
 def test_the_gradescope_bundle_writes_the_configuration(tmp_path, monkeypatch):
     """Does bundle.json carry config.GRADESCOPE's limits (and the course's cell timeout)?"""
-    from autograder import gradescope
+    from autograder.gradescope import bundle
 
     source = tmp_path / "course" / "source" / "masking"
     source.mkdir(parents=True)
@@ -293,23 +294,23 @@ def test_the_gradescope_bundle_writes_the_configuration(tmp_path, monkeypatch):
     template.write_bytes(b"")
     course = Course(tmp_path / "course")
     monkeypatch.setattr(type(course), "template_gradebook", lambda self, chapter: template)
-    out = gradescope.build(course, "masking", tmp_path / "masking.zip")
+    out = bundle.build(course, "masking", tmp_path / "masking.zip")
     with zipfile.ZipFile(out) as archive:
-        bundle = json.loads(archive.read("bundle.json"))
+        written = json.loads(archive.read("bundle.json"))
         assert {"autograder/config.py", "_config.yml"} <= set(archive.namelist())
-    assert bundle["notebook_timeout"] == GRADESCOPE.notebook_timeout
-    assert bundle["memory_mb"] == GRADESCOPE.memory_mb
-    assert bundle["cell_timeout"] == LIMITS.cell_timeout
-    assert gradescope._BundleCourse.course_id == config.COURSE_ID
+    assert written["notebook_timeout"] == GRADESCOPE.notebook_timeout
+    assert written["memory_mb"] == GRADESCOPE.memory_mb
+    assert written["cell_timeout"] == LIMITS.cell_timeout
+    assert bundle._BundleCourse.course_id == config.COURSE_ID
 
 
 def test_the_gradescope_command_passes_its_flags_over_the_configuration(monkeypatch):
     """Does `attention-course gradescope` build with config.GRADESCOPE, each flag replacing
     its value?"""
-    from autograder import gradescope
-
     seen = []
-    monkeypatch.setattr(gradescope, "build", lambda *a, limits, **k: seen.append(limits) or "z")
+    from autograder.gradescope import bundle
+
+    monkeypatch.setattr(bundle, "build", lambda *a, limits, **k: seen.append(limits) or "z")
     course = ["--course-dir", str(ROOT / "_never")]
     assert cli.main(["gradescope", "masking", *course]) == 0
     assert cli.main(["gradescope", "masking", *course, "--memory", "2048"]) == 0
@@ -336,7 +337,7 @@ def _stated() -> dict[str, str]:
         "memory_mb": rf"`--memory` \(default {LIMITS.memory_mb} MiB\)",
         "folder": rf"{LIMITS.folder_mb} MiB and {LIMITS.folder_files:,} files at most",
         "uid": rf"as uid {config.FIRST_UID} with rlimits",
-        # the zips' caps (autograder.collect, where they are defined)
+        # the zips' caps (autograder.grading.collect, where they are defined)
         "zips": rf"a student's at {student.max_total_bytes // 2**20} MiB and "
         rf"{student.max_files:,} files, a class's at {whole.max_total_bytes // 2**30} GiB and "
         rf"{whole.max_files:,} files, {student.max_member_bytes // 2**20} MiB per notebook, "

@@ -1,4 +1,4 @@
-"""Feedback pages (autograder.feedback), built from tiny notebooks: fast, no grading run.
+"""Feedback pages (autograder.results.feedback), built from tiny notebooks: fast, no grading run.
 
 The end-to-end proof (every student of a hostile batch gets a page, none has anything
 live, in Chromium too) is in tests/test_hostile.py.
@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-from autograder import feedback as fb
+from autograder.results import feedback as fb
 
 XSS = [
     "<script>alert(1)</script>",

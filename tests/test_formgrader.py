@@ -1,4 +1,4 @@
-"""``attention-course formgrader`` (autograder/formgrader.py): does it start Jupyter Server
+"""``attention-course formgrader`` (autograder/grading/formgrader.py): does it start Jupyter Server
 with nbgrader's formgrader on the course, serve the formgrader's API, and does a written
 answer graded in the browser (Chromium) reach the export? One server start, in one slow test
 (about a minute and a half on a busy 2-core machine: the server and Chromium)."""
@@ -18,8 +18,8 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import formgrader
 from autograder.course import COURSE_ID, Course, venv_on_path
+from autograder.grading import formgrader
 
 CHROMIUM = os.environ.get("CHROMIUM", shutil.which("chromium") or "/usr/bin/chromium")
 
@@ -89,7 +89,7 @@ def test_a_written_answer_graded_in_the_browser_is_in_the_export(tmp_path):
         pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium (see .ci/run)")
     from playwright.sync_api import sync_playwright
 
-    from autograder.scores import total_of
+    from autograder.grading.scores import total_of
 
     course = Course(tmp_path / "course")
     submission = _graded_course(course)

@@ -30,8 +30,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import gradescope
 from autograder.course import Course
+from autograder.gradescope import bundle
 from tests import lockfile
 from tests.hostile import CHAPTER, reference
 
@@ -64,7 +64,7 @@ HIDDEN = [p for p, hidden in TESTS.values() if hidden]
 def test_the_bundle_installs_the_grader_lock(tmp_path):
     """Is requirements.txt the grader's lock, hashed, with the CPU index (jupyter-client and
     ipykernel included, none of the maintainers' tools)?"""
-    text = gradescope._requirements(lockfile.GRADER)
+    text = bundle._requirements(lockfile.GRADER)
     assert text.endswith(lockfile.GRADER.read_text())
     (tmp_path / "requirements.txt").write_text(text)
     pins = lockfile.pins(tmp_path / "requirements.txt")
@@ -78,16 +78,16 @@ def test_the_bundle_installs_the_grader_lock(tmp_path):
 
 def test_run_autograder_never_looks_next_to_itself():
     """Gradescope runs a copy at /autograder/run_autograder: is the bundle found by name?"""
-    assert "dirname" not in gradescope.RUN and "$ROOT/source" in gradescope.RUN
-    assert "$ROOT/venv/bin/python" in gradescope.RUN
-    assert "-m venv" in gradescope.SETUP and "python3 -m pip install" not in gradescope.SETUP
+    assert "dirname" not in bundle.RUN and "$ROOT/source" in bundle.RUN
+    assert "$ROOT/venv/bin/python" in bundle.RUN
+    assert "-m venv" in bundle.SETUP and "python3 -m pip install" not in bundle.SETUP
 
 
 def test_the_scripts_are_executable_bash_files_the_bundle_carries(tmp_path):
     """Are setup.sh and run_autograder real, executable files that bash can parse, the
     scripts the bundle is written with?"""
-    for name, text in (("setup.sh", gradescope.SETUP), ("run_autograder", gradescope.RUN)):
-        path = gradescope.FILES / name
+    for name, text in (("setup.sh", bundle.SETUP), ("run_autograder", bundle.RUN)):
+        path = bundle.FILES / name
         assert path.read_text() == text and os.access(path, os.X_OK), name
         subprocess.run(["bash", "-n", str(path)], check=True)
 
@@ -99,14 +99,14 @@ def test_students_see_no_hidden_total():
         {"name": "hidden_b", "score": 0.0, "max_score": 2.0, "visibility": "after_published"},
         {"name": "hidden_c", "score": 3.0, "max_score": 3.0, "visibility": "after_published"},
     ]
-    text = gradescope._summary(tests, None, [], 2.0)
+    text = bundle._summary(tests, None, [], 2.0)
     assert "Visible tests: 1 of 1 points." in text
     assert "2 hidden tests worth 5 points" in text
     assert "4" not in text and "6" not in text  # neither the total scored nor the total
     # The written answers' points, which Gradescope's score leaves out, are named.
     assert "Written answers: 2 more points, graded by hand" in text
     assert "remain for a person" in text
-    assert "Written answers" not in gradescope._summary(tests, None, [], 0.0)
+    assert "Written answers" not in bundle._summary(tests, None, [], 0.0)
 
 
 def test_a_chapter_released_in_chinese_is_summed_up_in_chinese():
@@ -124,8 +124,8 @@ def test_a_chapter_released_in_chinese_is_summed_up_in_chinese():
         used="5000", limit="3072"
     )
     warning = records.SEVERAL_NOTEBOOKS.format(count=2, names="a.ipynb, b.ipynb", chosen="b.ipynb")
-    english = gradescope._summary(tests, stop, [warning], 2.0, "en")
-    chinese = gradescope._summary(tests, stop, [warning], 2.0, "zh")
+    english = bundle._summary(tests, stop, [warning], 2.0, "en")
+    chinese = bundle._summary(tests, stop, [warning], 2.0, "zh")
     assert "Visible tests: 1 of 1 points." in english and "MiB together" in english
     assert sorted(re.findall(r"\d+", chinese)) == sorted(re.findall(r"\d+", english))
     assert not set(re.findall(r"[A-Za-z]{3,}", chinese)) - {"ipynb", "MiB"}, chinese
@@ -144,14 +144,14 @@ def test_the_bundle_carries_its_release_language_catalog(tmp_path):
     nb = nbformat.v4.new_notebook(metadata={"language": "zh_CN"})
     nbformat.write(nb, src / f"{CHAPTER}.ipynb")
     stage = tmp_path / "stage"
-    gradescope._write_messages(course, CHAPTER, stage)
+    bundle._write_messages(course, CHAPTER, stage)
     (shipped,) = stage.rglob("*.json")
     assert shipped == i18n.catalog_path("zh", i18n.COURSE, stage).with_suffix(".json")
     msgid = "Visible tests: {score} of {points} points."
     assert i18n.translations("zh", i18n.COURSE, stage)[msgid] == i18n.gettext("zh", msgid)
     nb.metadata["language"] = "en"
     nbformat.write(nb, src / f"{CHAPTER}.ipynb")
-    gradescope._write_messages(course, CHAPTER, tmp_path / "english")
+    bundle._write_messages(course, CHAPTER, tmp_path / "english")
     assert not (tmp_path / "english").exists()
 
 
@@ -223,9 +223,9 @@ def image(tmp_path_factory):
         pytest.skip("needs bubblewrap and the system's Python 3.11 (Debian 12: `make system`)")
     tmp = tmp_path_factory.mktemp("gradescope")
     course = Course(tmp / "course")
-    bundle = gradescope.build(course, CHAPTER, tmp / "bundle.zip")
+    zipped = bundle.build(course, CHAPTER, tmp / "bundle.zip")
     folder = tmp / "autograder"
-    with zipfile.ZipFile(bundle) as z:  # Gradescope keeps the modes it was given
+    with zipfile.ZipFile(zipped) as z:  # Gradescope keeps the modes it was given
         for info in z.infolist():
             z.extract(info, folder / "source")
             mode = info.external_attr >> 16 & 0o777

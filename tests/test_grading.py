@@ -1,11 +1,11 @@
 """What a grading run records about what it skips and what it collects
-(autograder/grading.py, autograder/collect.py). No nbgrader run."""
+(autograder/grading/batch.py, autograder/grading/collect.py). No nbgrader run."""
 
 import zipfile
 
 import nbformat
 
-from autograder import collect, grading
+from autograder.grading import batch, collect
 
 
 def test_a_notebook_from_a_zip_keeps_its_date(tmp_path):
@@ -22,11 +22,11 @@ def test_a_notebook_from_a_zip_keeps_its_date(tmp_path):
 def test_a_resumed_run_reports_what_it_skips_from_the_record():
     """An interrupted run recorded problems it never wrote to problems.csv: does the outcome
     the gradebook keeps give the same line back?"""
-    assert grading.recorded_problem("the notebook file is empty") == "the notebook file is empty"
-    assert grading.recorded_problem("graded") is None
-    assert grading.recorded_problem("graded; warning: 2 notebooks") is None
+    assert batch.recorded_problem("the notebook file is empty") == "the notebook file is empty"
+    assert batch.recorded_problem("graded") is None
+    assert batch.recorded_problem("graded; warning: 2 notebooks") is None
     assert (
-        grading.recorded_problem("graded; stopped at cell 7; warning: x")
+        batch.recorded_problem("graded; stopped at cell 7; warning: x")
         == "graded, but stopped at cell 7"
     )
-    assert grading.recorded_problem(None) is None
+    assert batch.recorded_problem(None) is None

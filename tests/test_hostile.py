@@ -250,7 +250,7 @@ class _Live(html.parser.HTMLParser):
 
 @pytest.fixture(scope="module")
 def pages(graded):
-    from autograder.reports import feedback
+    from autograder.results.reports import feedback
 
     course, *_ = graded
     written = feedback(course, CHAPTER)

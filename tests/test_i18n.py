@@ -17,17 +17,18 @@ import nbformat
 import polib
 import pytest
 
-from autograder import i18n, launch, launchables
+from autograder import catalogs, i18n
 from autograder import notebooks as nbs
-from autograder.editions import (
+from autograder.book import i18n_stage, launch, launchables
+from autograder.book.editions import (
     MODEL_ANSWER_SUMMARY,
     OUTPUTS_NOTE,
     YOUR_ANSWER,
     downloadable,
     stage_book,
 )
-from autograder.i18n import book, catalogs, markdown, pages, readme
-from autograder.i18n.sphinx import switch_url
+from autograder.book.i18n_extension import switch_url
+from autograder.i18n import markdown, pages, readme
 
 ROOT = nbs.ROOT
 ZH = "zh"
@@ -171,7 +172,7 @@ def test_a_changed_feedback_message_fails_until_make_catalogs(repo):
     """The feedback page's words are messages of ``course``: does a changed one fail the
     catalog's check (new untranslated, old left over), and is a ``tr`` of something that is
     not a literal string an error (its text could not be translated)?"""
-    path = repo / "autograder/feedback.py"
+    path = repo / "autograder/results/feedback.py"
     text = path.read_text()
     assert 'tr("Scores")' in text or "say('Scores')" in text
     path.write_text(text.replace("say('Scores')", "say('Your scores')"))
@@ -479,7 +480,7 @@ def test_stage_of_the_chinese_book(tmp_path):
     assert config["sphinx"]["config"]["language"] == "zh_CN"
     assert config["sphinx"]["config"]["nb_code_prompt_show"] == "显示解答"
     assert (tmp_path / "locale/zh_CN/LC_MESSAGES/book/masking.po").exists()
-    assert "有效长度" in (tmp_path / book.SEARCH_WORDS).read_text()
+    assert "有效长度" in (tmp_path / i18n_stage.SEARCH_WORDS).read_text()
     nb = nbs.read(tmp_path / "book" / "masking.ipynb")
     text = nbformat.writes(nb)
     assert "# Masking" in text  # Sphinx translates the markdown itself
@@ -496,7 +497,7 @@ def test_stage_of_the_chinese_book(tmp_path):
         ROOT / "book/figures/zh_CN/masking.svg"
     ).read_bytes()
     # its download (what the build's _write_downloads writes): the model answer's fold Chinese
-    download = pages.translate_notebook(downloadable(nb), ZH, "book/masking")
+    download = i18n_stage.translate_chapter(downloadable(nb), ZH, "book/masking")
     folds = re.findall(r"<summary>([^<]*)</summary>", nbformat.writes(download))
     summary = i18n.gettext(ZH, MODEL_ANSWER_SUMMARY)
     assert summary != MODEL_ANSWER_SUMMARY and folds.count(summary) == 1, folds
@@ -519,7 +520,7 @@ def test_switcher_links_are_relative(page, here, there, url):
 def test_pages_not_fully_translated_say_so(monkeypatch):
     """Does a page whose catalog is not in translated.txt get the notice, in Chinese, and a
     complete page none?"""
-    from autograder.i18n.sphinx import INCOMPLETE, incomplete, incomplete_notice
+    from autograder.book.i18n_extension import INCOMPLETE, incomplete, incomplete_notice
 
     listed = [d for d in catalogs.manifest(ZH) if d != "book/masking"]
     monkeypatch.setattr(i18n, "manifest", lambda code, root=ROOT: listed)
@@ -537,7 +538,7 @@ def test_the_chinese_book_shows_the_chinese_diagrams(tmp_path):
     import yaml
     from sphinx.application import Sphinx
 
-    text = book.localize_config((ROOT / "_config.yml").read_text(), ZH, "reader")
+    text = i18n_stage.localize_config((ROOT / "_config.yml").read_text(), ZH, "reader")
     settings = yaml.safe_load(text)["sphinx"]["config"]
     assert settings["figure_language_filename"] == i18n.FIGURE_LANGUAGE_FILENAME
     chapter = nbs.read(nbs.notebook_path("masking"))

@@ -241,6 +241,52 @@ def test_imports_follow_the_declared_layers(package):
     assert not wrong, "\n".join(wrong)
 
 
+def package_graph(edges: dict[str, dict[str, int]], package: str = "autograder"):
+    """The graph of ``package``'s parts: each subpackage as one node (``autograder.grading``
+    for all of its modules), each module beside them as its own; an edge for every import
+    between two parts, with the first import that makes it."""
+
+    def part(name: str) -> str | None:
+        if not name.startswith(package + "."):
+            return None
+        first = ".".join(name.split(".")[:2])
+        return first
+
+    parts: dict[str, dict[str, int]] = {}
+    for module, imported in edges.items():
+        mine = part(module)
+        if mine is None:
+            continue
+        parts.setdefault(mine, {})
+        for target, line in imported.items():
+            theirs = part(target)
+            if theirs is not None and theirs != mine:
+                parts[mine].setdefault(theirs, line)
+    return parts
+
+
+def test_no_two_packages_import_each_other():
+    """Do the packages of autograder/ (grading, sandbox, book, ...) and the modules beside them
+    import each other in no circle, counting every module of a package as the package?"""
+    edges = package_graph(graph())
+    assert {"autograder.grading", "autograder.sandbox", "autograder.book"} <= set(edges)
+    found = [", ".join(group) for group in components(edges)]
+    assert not found, "packages that import each other:\n" + "\n".join(found)
+
+
+def test_the_package_check_sees_a_circle_between_packages():
+    """Does the package graph close a circle made by two modules of two packages, each of them
+    in no circle of modules (so that the test above cannot pass by not looking)?"""
+    edges = {
+        "autograder.book.launch": {"autograder.grading.jobs": 1},
+        "autograder.grading.collect": {"autograder.book.questions": 3},
+        "autograder.book.questions": {},
+        "autograder.grading.jobs": {},
+    }
+    assert components(edges) == []
+    assert components(package_graph(edges)) == [["autograder.book", "autograder.grading"]]
+
+
 def test_a_solutions_module_imports_only_earlier_chapters():
     """Does a module of solutions/ import only modules of its own chapter or earlier ones
     (the layers of solutions/ are the chapters, in reading order), and nothing of the

@@ -18,9 +18,9 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder import grading, jobs
 from autograder import notebooks as nbs
 from autograder.course import COURSE_ID, Course
+from autograder.grading import batch, jobs
 from tests.hostile import (
     AUTO_POINTS,
     CHAPTER,
@@ -63,7 +63,7 @@ def test_a_duplicated_answer_cell_keeps_metadata_on_the_last_copy():
     assert "nbgrader" not in copy.metadata
 
 
-# A stand-in for autograder/worker.py: ready at once; for the student "burner" it spends CPU
+# A stand-in for autograder/grading/worker.py: ready at once; for the student "burner" it spends CPU
 # time without end (as reading padded answers did), for anyone else it answers at once.
 FAKE_WORKER = """
 import json, os, sys
@@ -81,8 +81,8 @@ def test_a_worker_over_its_cpu_limit_is_stopped_and_the_batch_goes_on(tmp_path, 
     limit, the notebook reported, and the next notebook graded by a fresh worker?"""
     from tqdm import tqdm
 
-    from autograder import pool
-    from autograder.collect import Submission
+    from autograder.grading import pool
+    from autograder.grading.collect import Submission
 
     script = tmp_path / "worker.py"
     script.write_text(FAKE_WORKER)
@@ -98,10 +98,10 @@ def test_a_worker_over_its_cpu_limit_is_stopped_and_the_batch_goes_on(tmp_path, 
         def record(self, sub, scores, outcome):
             recorded[sub.student] = outcome
 
-    settings = grading.Settings(jobs=1, grader_cpu_seconds=2, sandbox=False)
+    settings = batch.Settings(jobs=1, grader_cpu_seconds=2, sandbox=False)
     stats = {"graded": 0, "problems": 0, "failed": []}
     start = time.monotonic()
-    grading._grade_in_parallel(
+    batch._grade_in_parallel(
         tmp_path / "course",
         Ledger(),
         subs,
@@ -141,7 +141,7 @@ def small_class(tmp_path_factory):
 @pytest.mark.slow
 def test_feedback_never_shows_hidden_test_code(small_class):
     """Does each feedback page show results and messages but no hidden test code or check files?"""
-    from autograder.reports import feedback
+    from autograder.results.reports import feedback
 
     course, _ = small_class
     pages = feedback(course, CHAPTER)
@@ -159,7 +159,7 @@ def test_feedback_never_shows_hidden_test_code(small_class):
 @pytest.mark.slow
 def test_summary_puts_the_most_failed_exercise_first(small_class):
     """Does the summary rank exercises by mean score, with a CSV and a plot?"""
-    from autograder.reports import summary
+    from autograder.results.reports import summary
 
     course, tmp = small_class
     rows = summary(course, CHAPTER, tmp / "new" / "summary.csv", tmp / "new" / "summary.png")
@@ -242,7 +242,7 @@ def test_an_interrupted_run_resumes_without_regrading_or_losing(tmp_path):
     out = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"graded {6 - done}, problems 0, skipped {done} " in out.stdout, out.stdout
-    ledger = grading.Ledger(f"sqlite:///{db}", COURSE_ID)
+    ledger = batch.Ledger(f"sqlite:///{db}", COURSE_ID)
     try:
         assert len(ledger.graded()) == 6
     finally:
@@ -372,7 +372,7 @@ def test_two_shards_grade_into_one_postgresql_gradebook(postgres, tmp_path, monk
         )
         graded += course.last_stats["graded"]
     assert graded == 5
-    ledger = grading.Ledger(postgres, COURSE_ID)
+    ledger = batch.Ledger(postgres, COURSE_ID)
     try:
         assert len(ledger.graded()) == 5
     finally:
@@ -404,7 +404,7 @@ def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expe
     """Does run_autograder, pointed at a fake /autograder (AUTOGRADER_ROOT), grade a wrong,
     a missing and an empty submission? (tests/test_gradescope.py runs the bundle exactly as
     Gradescope does, for a perfect and an untouched one.)"""
-    from autograder.gradescope import build
+    from autograder.gradescope.bundle import build
 
     course, _ = small_class
     bundle = build(course, CHAPTER, tmp_path / "bundle.zip")

@@ -1,4 +1,4 @@
-"""Job folders (autograder.jobs): what comes back from a job, and a submission reconciled
+"""Job folders (autograder.grading.jobs): what comes back from a job, and a submission reconciled
 with the gradebook. All fast: no kernel, no nbgrader run."""
 
 import os
@@ -10,8 +10,8 @@ import pytest
 from nbgrader import utils
 from nbgrader.nbgraderformat import MetadataValidator
 
-from autograder import jobs
 from autograder import notebooks as nbs
+from autograder.grading import jobs
 from tests.hostile import CHAPTER, reference
 
 # ---------------------------------------------------------------- reading back, writing

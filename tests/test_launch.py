@@ -33,9 +33,9 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from autograder import launch, launchables
 from autograder import notebooks as nbs
-from autograder.editions import INTERNAL, downloadable, stage_book, stub_source
+from autograder.book import launch, launchables
+from autograder.book.editions import INTERNAL, downloadable, stage_book, stub_source
 from tests import lockfile
 
 ROOT = nbs.ROOT
@@ -698,8 +698,8 @@ def test_binder_installs_the_launch_tree_and_a_launched_chapter_runs(bare, tmp_p
 def test_figures_are_plain_markdown_images_outside_the_book(tmp_path):
     """Do launchable and released notebooks show each figure as a Markdown image, with its
     alt text, caption and SVG file beside them, instead of a MyST directive Jupyter can't draw?"""
-    from autograder.launch import plain_figures, with_plain_figures
-    from autograder.launchables import launchable
+    from autograder.book.launch import plain_figures, with_plain_figures
+    from autograder.book.launchables import launchable
 
     source = (
         "```{figure} figures/x.svg\n:name: fig-x\n:alt: A mask [0, 1] as a picture\n\n"
@@ -720,9 +720,9 @@ def test_a_hint_is_folded_outside_the_book():
     """Is an exercise's hint (a MyST dropdown, which Jupyter would show open as directive
     text) a closed <details> in the workbooks, with its title translated like the page's
     other messages, while an admonition that is not a dropdown is left alone?"""
+    from autograder.book.launch import plain_dropdowns
+    from autograder.book.launchables import launchable
     from autograder.i18n.pages import translate_cells
-    from autograder.launch import plain_dropdowns
-    from autograder.launchables import launchable
 
     source = (
         "Before.\n\n```{admonition} Hint\n:class: dropdown\n\nA $x$ nudge,\non two lines.\n```"

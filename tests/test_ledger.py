@@ -1,4 +1,4 @@
-"""The grader's record in the gradebook (autograder/ledger.py): when a submission was handed
+"""The grader's record in the gradebook (autograder/grading/ledger.py): when a submission was handed
 in and graded, kept for grades.csv across runs."""
 
 import subprocess
@@ -6,9 +6,9 @@ import subprocess
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.collect import Submission
 from autograder.config import COURSE_ID
-from autograder.ledger import Ledger, alembic_head, venv_on_path
+from autograder.grading.collect import Submission
+from autograder.grading.ledger import Ledger, alembic_head, venv_on_path
 
 
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's autoflush

@@ -18,7 +18,7 @@ from nbgrader.api import Gradebook
 
 from autograder import notebooks as nbs
 from autograder.course import COURSE_ID
-from autograder.grading import default_jobs
+from autograder.grading.batch import default_jobs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 CHAPTERS = nbs.chapter_names()

@@ -1,4 +1,4 @@
-"""The grading pool (autograder/pool.py): a slot per thread for life, a worker past a limit or
+"""The grading pool (autograder/grading/pool.py): a slot per thread for life, a worker past a limit or
 dead killed alone and replaced, and nothing of one submission running beside the next."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from autograder import pool
+from autograder.grading import pool
 
 # A worker that answers each job with its pid and slot; a job's student says how to behave.
 FAKE_WORKER = """
@@ -170,7 +170,7 @@ def test_a_kill_as_the_uid_that_is_stopped_does_not_hang_the_grader(monkeypatch)
     may signal it: stopped there (SIGSTOP), does the grader still go on, the child reaped?"""
     import signal
 
-    from autograder import sandbox
+    from autograder.sandbox import processes
 
     if os.geteuid() != 0:
         pytest.skip("the kill as the kernel's uid needs root")
@@ -178,6 +178,6 @@ def test_a_kill_as_the_uid_that_is_stopped_does_not_hang_the_grader(monkeypatch)
     monkeypatch.setattr(os, "setuid", lambda uid: os.kill(os.getpid(), signal.SIGSTOP))
     children = set(psutil.Process().children())
     start = time.monotonic()
-    sandbox._kill_all_as(64901, wait=1.0)
+    processes._kill_all_as(64901, wait=1.0)
     assert time.monotonic() - start < 10
     assert set(psutil.Process().children()) == children  # nothing stopped or unreaped left

@@ -3,8 +3,7 @@
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from autograder.notebooks import DEMO_TAG
-from autograder.preprocessors import (
+from autograder.grading.preprocessors import (
     BadTestCell,
     CapOutput,
     DropStudentOutputs,
@@ -12,6 +11,7 @@ from autograder.preprocessors import (
     is_test_cell,
     parse_test_cell,
 )
+from autograder.notebooks import DEMO_TAG
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +136,7 @@ def test_a_conversation_past_its_deadline_ends_however_slowly_bytes_come():
     import threading
     import time
 
-    from autograder.preprocessors import _Deadline
+    from autograder.grading.preprocessors import _Deadline
 
     ours, theirs = socket.socketpair()
     stop = threading.Event()
@@ -168,7 +168,7 @@ def test_after_the_kernel_dies_no_test_cell_is_scored_as_passed():
     from nbclient.exceptions import DeadKernelError
     from nbgrader import utils
 
-    from autograder.preprocessors import CpuTimedExecute
+    from autograder.grading.preprocessors import CpuTimedExecute
 
     ran = []
 

@@ -29,7 +29,8 @@ import checks
 import tests.unusual
 import tests.wrong
 from autograder import notebooks as nbs
-from autograder import questions
+from autograder.book import questions
+from autograder.gradescope import bundle
 from checks import CheckError, _quiz
 from checks._runner import _run
 
@@ -305,11 +306,10 @@ def test_a_gradescope_bundle_gives_a_notebook_no_key(tmp_path):
     """Does the part of a Gradescope bundle that a student's notebook is given (the chapter's
     folder, less the grader's notebook and hidden checks, which stay outside the sandbox) hold
     no key, and does the bundle hold no answers module at all?"""
-    from autograder import gradescope
     from autograder.course import Course
 
     chapter = "additive_attention"
-    zipped = gradescope.build(Course(tmp_path / "course"), chapter, tmp_path / "bundle.zip")
+    zipped = bundle.build(Course(tmp_path / "course"), chapter, tmp_path / "bundle.zip")
     unpacked = tmp_path / "bundle"
     with zipfile.ZipFile(zipped) as archive:
         names = archive.namelist()
@@ -317,5 +317,7 @@ def test_a_gradescope_bundle_gives_a_notebook_no_key(tmp_path):
     assert not [n for n in names if n.endswith(f"solutions/{questions.ANSWERS_MODULE}.py")]
     given = unpacked / "course" / "source" / chapter
     (given / f"{chapter}.ipynb").unlink()  # the grader's source notebook: never in the sandbox
-    shutil.rmtree(given / "checks" / "hidden")  # the grader runs them itself (autograder/jobs.py)
+    shutil.rmtree(
+        given / "checks" / "hidden"
+    )  # the grader runs them itself (autograder/grading/jobs.py)
     assert not no_key_problems(given)

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from autograder import feedback as fb
 from autograder import records
+from autograder.results import feedback as fb
 
 SAMPLE = {
     "used": "5000",
@@ -72,7 +72,8 @@ def test_the_producers_write_the_templates():
     (a sentence written outside it would stay English on a Chinese page)?"""
     import inspect
 
-    from autograder import collect, jobs, sandbox
+    from autograder import sandbox
+    from autograder.grading import collect, jobs
 
     for module in (sandbox, collect, jobs):
         source = inspect.getsource(module)

@@ -1,4 +1,4 @@
-"""The class summary (autograder/reports.py), on a gradebook made by hand: no grading run."""
+"""The class summary (autograder/results/reports.py), on a gradebook made by hand: no grading run."""
 
 import csv
 from types import SimpleNamespace
@@ -7,7 +7,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.course import COURSE_ID, venv_on_path
-from autograder.reports import summary
+from autograder.results.reports import summary
 
 
 def small_gradebook(path):

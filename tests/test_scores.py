@@ -1,8 +1,8 @@
-"""How a score is shown (autograder/scores.py): the hand-graded points always named."""
+"""How a score is shown (autograder/grading/scores.py): the hand-graded points always named."""
 
 from types import SimpleNamespace
 
-from autograder.scores import Total, total_of
+from autograder.grading.scores import Total, total_of
 
 
 def grade(cell_type, score, top, manual=None):

@@ -1,10 +1,10 @@
-"""The CSV files a grading run writes (autograder/tables.py): problems.csv and grades.csv stay
+"""The CSV files a grading run writes (autograder/grading/tables.py): problems.csv and grades.csv stay
 complete across runs (a rerun, a resumed run, a run over new late files). No nbgrader run."""
 
 import csv
 
-from autograder import tables
-from autograder.collect import Submission
+from autograder.grading import tables
+from autograder.grading.collect import Submission
 
 HEADER = (
     "assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,"

@@ -17,9 +17,9 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from autograder import export, questions
 from autograder import notebooks as nbs
-from autograder.editions import OUTPUTS_NOTE, stage_book
+from autograder.book import export, questions
+from autograder.book.editions import OUTPUTS_NOTE, stage_book
 from tests import lockfile
 from tests.skips import SkipAudit
 

@@ -80,7 +80,7 @@ def test_a_cell_over_its_cpu_time_is_interrupted():
 
 def test_a_cell_that_ignores_the_interrupt_is_killed(monkeypatch):
     """Is a tree that goes on computing after the interrupt killed, with the reason kept?"""
-    monkeypatch.setattr(sandbox, "INTERRUPT_GRACE_CPU", 0.5)
+    monkeypatch.setattr("autograder.sandbox.watchdog.INTERRUPT_GRACE_CPU", 0.5)
     proc = spin("ignore")
     km = FakeKernel(proc, Limits(cell_cpu_seconds=1))
     km.start_cell()
@@ -114,7 +114,7 @@ def test_a_notebook_over_its_total_cpu_time_is_killed():
 
 def test_a_new_cell_is_not_killed_for_the_previous_cells_interrupt(monkeypatch):
     """After an interrupted cell, does the next cell start with a clean slate?"""
-    monkeypatch.setattr(sandbox, "INTERRUPT_GRACE_CPU", 0.5)
+    monkeypatch.setattr("autograder.sandbox.watchdog.INTERRUPT_GRACE_CPU", 0.5)
     proc = spin("ignore")
     km = FakeKernel(proc, Limits(cell_cpu_seconds=1))
     dog = Watchdog()

@@ -26,10 +26,10 @@ import nbformat
 import pytest
 
 import tests.wrong as wrong_answers
-from autograder import launch, launchables, questions
 from autograder import notebooks as nbs
-from autograder.editions import downloadable, stage_book, to_myst
-from autograder.questions import REVEALS_TAG
+from autograder.book import launch, launchables, questions
+from autograder.book.editions import downloadable, stage_book, to_myst
+from autograder.book.questions import REVEALS_TAG
 from tests import _workbooks
 
 CHAPTERS = nbs.chapter_names()

@@ -20,10 +20,14 @@ cells are shared by every language and never copied.
 
 - :mod:`.markdown` finds the messages of MyST Markdown (as Sphinx does) and replaces them;
 - :mod:`.pages` lists the messages of every page and translates notebooks;
-- :mod:`.catalogs` updates the catalogs from the source (``make catalogs``) and checks them;
 - :mod:`.readme` makes the translated README (``README.zh-CN.md``) from README.md's student
-  part and its catalog;
-- :mod:`.sphinx` is the Sphinx extension of a translated build (switcher, downloads).
+  part and its catalog.
+
+Elsewhere, because they read more than this package: :mod:`autograder.catalogs` updates the
+catalogs from every message source (``make catalogs``) and checks them;
+:mod:`autograder.book.i18n_stage` translates a staged book and
+:mod:`autograder.book.i18n_extension` is the Sphinx extension of every build (switcher,
+translated downloads). This package imports only :mod:`autograder.notebooks` of the grader.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ cell. Three kinds come from elsewhere:
 - a code cell's figure caption, image alt text and fold prompts (``metadata.mystnb``): the
   builds and downloads translate these in the notebook itself, since Sphinx never sees
   the alt text and prompts as text (``catalogs`` adds them to the templates);
-- the notes and prompts that ``autograder.editions`` adds: ``course.po``, not a page.
+- the notes and prompts that ``autograder.book.editions`` adds: ``course.po``, not a page.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ METADATA = (  # (path in metadata.mystnb, kind); Sphinx extracts the caption its
     (("code_prompt_hide",), "prompt"),
 )
 SPHINX_MISSES = {"output-alt", "prompt"}  # metadata kinds that are not in Sphinx's templates
-# A dropdown folded for Jupyter (autograder.launch.plain_dropdowns): its title is the
+# A dropdown folded for Jupyter (autograder.book.launch.plain_dropdowns): its title is the
 # admonition title's message.
 _SUMMARY = re.compile(r"<summary>([^<\n]+)</summary>")
 
@@ -163,17 +163,16 @@ def translate_notebook(
     nb: nbformat.NotebookNode, code: str, page: str, root: Path = nbs.ROOT
 ) -> nbformat.NotebookNode:
     """``nb`` (a chapter, in any edition) in language ``code``: its markdown cells and its
-    figure texts from the page's catalog and ``course.po``. English returns ``nb`` as it is."""
+    figure texts from the page's catalog and ``course.po``. English returns ``nb`` as it is.
+    Its setup cell is the book's (:func:`autograder.book.i18n_stage.translate_chapter` sets the
+    self-checks' language there too)."""
     from autograder import i18n
 
     if code == i18n.SOURCE:
         return nb
-    from autograder.launch import with_language
-
     nb = copy.deepcopy(nb)
     nb.cells, _ = translate_cells(nb.cells, lookup_for(code, page, root), root)
     nb.metadata["language"] = i18n.language(code).locale
-    with_language(nb, code)  # its setup cell, if it has one: the self-checks' language
     return nb
 
 

@@ -20,11 +20,11 @@ Each diagram is a function registered with ``@diagram(name, title, alt)``: it wr
 Languages. Every label with words goes through :func:`tr`, and so do the titles: English is
 the text written here; another language's comes from the gettext catalog ``figures``
 (``locale/<locale>/LC_MESSAGES/figures.po``), whose messages ``make catalogs`` reads out of
-this file (``autograder/i18n/catalogs.py``: the literal argument of every ``tr`` call and the
+this file (``autograder/catalogs.py``: the literal argument of every ``tr`` call and the
 title of every ``@diagram``). Symbols and formulas (``q``, ``W_q``, ``(B, m, n)``,
 ``softmax(QKᵀ/√d) V``) are drawn as they are. The Chinese diagrams are written to
 ``book/figures/zh_CN/<name>.svg``, where the Chinese book finds them (Sphinx's
-``figure_language_filename``, set by ``autograder/i18n/book.py``); their ``<desc>`` is the
+``figure_language_filename``, set by ``autograder/book/i18n_stage.py``); their ``<desc>`` is the
 translation of the alt text from the catalog of the page that shows the figure. Chinese is
 drawn with Noto Sans CJK SC from Debian's fonts-noto-cjk (``make system``), glyph by glyph
 after DejaVu Sans, so that Latin letters, Greek and symbols look as in English; without that

@@ -2,8 +2,8 @@
 
 A page is built from two things the grader made, never from a file a kernel wrote: the
 graded notebook the grader kept (``autograded/<student>/<chapter>/``, see
-:mod:`autograder.jobs`) and the gradebook (scores, and the grader's record of what
-happened, the ``attention_graded`` table of :mod:`autograder.ledger`).
+:mod:`autograder.grading.jobs`) and the gradebook (scores, and the grader's record of what
+happened, the ``attention_graded`` table of :mod:`autograder.grading.ledger`).
 
 - **Every student gets a page.** Each submission the gradebook holds for the chapter
   gets one: a notebook that could not be read, was stopped or timed out gets a page with
@@ -21,8 +21,8 @@ happened, the ``attention_graded`` table of :mod:`autograder.ledger`).
 - **In the chapter's language.** A page's own words are those of the language the course
   released the chapter in (the ``metadata.language`` of ``source/<chapter>/<chapter>.ipynb``,
   which ``Course(lang=...)`` and ``release --lang`` write): the ``course`` catalog
-  translates every ``tr("...")`` of this module and of :mod:`autograder.scores`
-  (:func:`autograder.i18n.catalogs.tool_messages`). The course decides, not the file a
+  translates every ``tr("...")`` of this module and of :mod:`autograder.grading.scores`
+  (:func:`autograder.catalogs.tool_messages`). The course decides, not the file a
   student handed in: a submission that could not be read has no language of its own, and
   every page of a class reads the same. English pages are the source, word for word.
   The student's notebook is shown as it is, and the checks' messages are in the
@@ -49,7 +49,7 @@ from pathlib import Path
 
 from autograder import i18n, records
 from autograder import notebooks as nbs
-from autograder.scores import Total, is_hand_graded, joined
+from autograder.grading.scores import Total, is_hand_graded, joined
 
 HIDDEN_NOTE = "# The code of these hidden tests is not shown; the result below is."
 MAX_CELL_CHARS = 20_000  # of one cell's source or one output shown on a page
@@ -304,7 +304,7 @@ def _cut_note(text: str, shown: str, page: Page) -> str:
 
 def test_label(source: str, lang: str = i18n.SOURCE) -> str:
     """A test cell's name: the checks it runs (``parse_test_cell``), never "Test cell"."""
-    from autograder.preprocessors import BadTestCell, parse_test_cell
+    from autograder.grading.preprocessors import BadTestCell, parse_test_cell
 
     try:
         calls = parse_test_cell(nbs.without_hidden_tests(source) or "pass")
@@ -587,7 +587,7 @@ def _title(chapter: str, course=None) -> str:
 def _outcomes(gb) -> dict[tuple[str, str], str]:
     from sqlalchemy import inspect
 
-    from autograder.ledger import _graded_table
+    from autograder.grading.ledger import _graded_table
 
     if "attention_graded" not in inspect(gb.engine).get_table_names():
         return {}
@@ -596,7 +596,7 @@ def _outcomes(gb) -> dict[tuple[str, str], str]:
 
 
 def _graded_notebook(course, student: str, chapter: str, name: str, page: Page):
-    from autograder.jobs import COPY_BACK_MAX_BYTES, read_regular
+    from autograder.grading.jobs import COPY_BACK_MAX_BYTES, read_regular
 
     path = course.root / "autograded" / student / chapter / f"{name}.ipynb"
     if not path.exists():
@@ -623,7 +623,7 @@ def feedback(
     from nbgrader.api import Gradebook, MissingEntry
 
     from autograder.course import venv_on_path
-    from autograder.jobs import write_private
+    from autograder.grading.jobs import write_private
 
     venv_on_path()
     if lang is not None:

@@ -15,7 +15,7 @@ a copy of the book in which, for every notebook:
 - ``#@save`` lines and nbgrader metadata are dropped.
 
 In both editions a question's answer cell becomes its stub the same way, and a cell that
-reveals a prediction's answer (tag ``reveals-answer``, :mod:`autograder.questions`) stays
+reveals a prediction's answer (tag ``reveals-answer``, :mod:`autograder.book.questions`) stays
 only in the reader edition, folded, as the answer's demonstration.
 
 *Student edition* (``make book EDITION=student``), for courses that grade: no
@@ -36,7 +36,7 @@ solution text at all.
 
 *Workbooks.* Every notebook a student opens outside a graded release is a workbook
 (:func:`workbook`): the downloads of both editions and the launchable notebooks of
-:mod:`autograder.launch`. Each exercise's stub is followed by its self-check, which tests
+:mod:`autograder.book.launch`. Each exercise's stub is followed by its self-check, which tests
 the student's code: no cell defines, imports or loads a graded answer, and the reference
 is one explicit step away (a commented import under the stub). Model answers are folded
 (``<details>``), reveals-answer cells and outputs are left out.
@@ -49,7 +49,7 @@ also keeps the pages free of console errors: it drops sphinx-thebe's scripts
 (Thebe is off, and its inline config is emitted twice), and gives them an
 empty icon so that browsers do not ask for a missing ``/favicon.ico``.
 
-In both editions the first code cell is the setup cell of :mod:`autograder.launch`
+In both editions the first code cell is the setup cell of :mod:`autograder.book.launch`
 (tagged ``remove-cell``: it is in the downloads, not on the pages), so that a downloaded
 notebook runs anywhere; and the extension points the reader edition's Colab, Binder and
 JupyterHub buttons at the launchable notebooks (``repository.launch_branch``) instead of
@@ -77,8 +77,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from autograder import launch, questions
 from autograder import notebooks as nbs
+from autograder.book import launch, questions
 
 COPIED = ["_config.yml", "_toc.yml", "references.bib"]
 STATIC = ["_static", "_vendor", "benchmarks/results"]  # results: recorded GPU figures
@@ -265,14 +265,6 @@ def _runs_a_question(source: str) -> bool:
     return any(is_question(group) for group in groups)
 
 
-def reader_cells(nb: nbformat.NotebookNode) -> list:
-    return edition_cells(nb, "reader")
-
-
-def student_cells(nb: nbformat.NotebookNode) -> list:
-    return edition_cells(nb, "student")
-
-
 def edition_config(text: str, edition: str) -> str:
     """The staged ``_config.yml``: as written for the reader; trimmed for students."""
     if edition == "reader":
@@ -300,7 +292,7 @@ def stage_book(
     dest: Path, root: Path = nbs.ROOT, edition: str = "reader", lang: str = "en"
 ) -> None:
     """Write an edition of the book to ``dest``; ``lang``: its language (autograder.i18n)."""
-    from autograder.i18n import book as i18n_book
+    from autograder.book import i18n_stage
 
     if edition not in EDITIONS:
         raise ValueError(f"unknown edition {edition!r}; the editions are {EDITIONS}")
@@ -310,7 +302,7 @@ def stage_book(
         data = (root / name).read_bytes()
         if name == "_config.yml":
             text = edition_config(data.decode(), edition)
-            data = i18n_book.localize_config(
+            data = i18n_stage.localize_config(
                 text, lang, edition, root, dest, student_title=STUDENT_TITLE
             ).encode()
         nbs.write_if_changed(dest / name, data)
@@ -323,18 +315,18 @@ def stage_book(
         target = dest / path.relative_to(root)
         if path.suffix == ".ipynb":
             nb = nbs.read(path)
-            # The setup cell (autograder.launch) comes first, so that the downloadable notebook
+            # The setup cell (autograder.book.launch) comes first, so that the downloadable notebook
             # runs anywhere; its tag remove-cell keeps it off the pages.
             nb.cells = launch.with_setup(edition_cells(nb, edition), root)
             page = path.relative_to(root).with_suffix("").as_posix()
-            nb = i18n_book.localize_notebook(nb, lang, page, root)
+            nb = i18n_stage.localize_notebook(nb, lang, page, root)
             nbs.write_if_changed(target, nbformat.writes(nb).encode())
         elif path.suffix == ".md" and is_myst_notebook(path.read_text()):
             # A page written as a MyST notebook (the introduction) gets the setup cell too.
             nbs.write_if_changed(target, with_setup_cell(path.read_text(), root).encode())
         else:
             nbs.write_if_changed(target, path.read_bytes())
-    i18n_book.stage_catalogs(dest, lang, root)
+    i18n_stage.stage_catalogs(dest, lang, root)
 
 
 def is_myst_notebook(text: str) -> bool:
@@ -511,14 +503,14 @@ def _retarget_launch_buttons(app, pagename, context):
 
 
 def _write_downloads(app, exception):
-    from autograder.i18n import sphinx as i18n_sphinx
+    from autograder.book import i18n_extension
 
     if exception is not None or app.builder.format != "html":
         return
     sources = Path(app.outdir) / "_sources"
     for docname, path in _notebook_docs(app):
         nb = downloadable(read_page(path))
-        nb = i18n_sphinx.translate_download(app, docname, nb)  # the build's language
+        nb = i18n_extension.translate_download(app, docname, nb)  # the build's language
         target = sources / f"{docname}.ipynb"
         nbs.write_if_changed(target, nbformat.writes(nb).encode())
         nbs.write_if_changed(target.with_suffix(".md"), to_myst(nb).encode())

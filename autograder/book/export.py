@@ -3,7 +3,7 @@
 The notebooks are the one edited copy of every reference implementation (the
 d2l model). ``python -m autograder export`` writes ``solutions/<module>.py``, and
 the answers to the questions (the ``quiz_X_Y`` answer cells, whatever module their
-``#@save`` names) to ``solutions/answers.py`` (:mod:`autograder.questions`);
+``#@save`` names) to ``solutions/answers.py`` (:mod:`autograder.book.questions`);
 ``python -m autograder export --check`` fails, with a diff, when the committed
 package has drifted from the notebooks. See ``book/maintainers.md``.
 """
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from autograder import notebooks as nbs
-from autograder import questions
+from autograder.book import questions
 
 HEADER = '''"""{title}
 

@@ -1,6 +1,6 @@
 """The grading workers: one thread per slot, each owning one long-lived worker process.
 
-A :class:`Worker` is ``python autograder/worker.py`` with a memory cap (``RLIMIT_AS``,
+A :class:`Worker` is ``python autograder/grading/worker.py`` with a memory cap (``RLIMIT_AS``,
 inherited by the kernels it starts), reading jobs as JSON lines and answering each with
 one. A :class:`Pool` is a :class:`concurrent.futures.ThreadPoolExecutor` of ``jobs``
 threads; each thread takes a *slot* the first time it runs a job and keeps it for life, and

@@ -7,7 +7,7 @@
   from an earlier file), and when each submission was handed in and graded
   (:func:`add_times`).
 
-:meth:`autograder.course.Course.grade` calls them after :func:`autograder.grading.run`;
+:meth:`autograder.course.Course.grade` calls them after :func:`autograder.grading.batch.run`;
 this module reads and writes files only, and imports nothing of the grader's.
 """
 

@@ -1,6 +1,6 @@
 """What an instructor hands out and looks at after grading: feedback and a class summary.
 
-- :func:`feedback` (:mod:`autograder.feedback`) writes one static, sanitized HTML page
+- :func:`feedback` (:mod:`autograder.results.feedback`) writes one static, sanitized HTML page
   per student and chapter, for every submission in the gradebook: hidden test cells keep
   their one-line description and result, never their code (nbgrader's own feedback shows
   it, upstream #917).
@@ -13,8 +13,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from autograder.feedback import feedback  # noqa: F401  (its home is autograder.feedback)
-from autograder.scores import is_hand_graded
+from autograder.grading.scores import is_hand_graded
+from autograder.results.feedback import feedback  # noqa: F401  (its home is autograder.results.feedback)
 
 
 def _percent(part: float, whole: float) -> float | str:

@@ -1,10 +1,10 @@
 """The launchable notebooks: the tree that Colab, Binder and a course's JupyterHub open.
 
-``python -m autograder launchables DEST`` writes it (see :mod:`autograder.launch` for the
+``python -m autograder launchables DEST`` writes it (see :mod:`autograder.book.launch` for the
 tree, and for the setup cell each notebook starts with). Each chapter's notebook is the
-workbook of its student edition (:func:`autograder.editions.workbook`) with the setup cell
+workbook of its student edition (:func:`autograder.book.editions.workbook`) with the setup cell
 and plain figures, in the language asked for. This module sits above both
-:mod:`autograder.editions` (the workbooks) and :mod:`autograder.launch` (the setup cell,
+:mod:`autograder.book.editions` (the workbooks) and :mod:`autograder.book.launch` (the setup cell,
 the links), which editions itself uses: so neither of those imports the other's caller.
 """
 
@@ -16,18 +16,18 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import launch
 from autograder import notebooks as nbs
-from autograder.editions import edition_cells, is_myst_notebook, read_page, workbook
+from autograder.book import launch
+from autograder.book.editions import edition_cells, is_myst_notebook, read_page, workbook
+from autograder.book.i18n_stage import translate_chapter
 from autograder.i18n import gettext
-from autograder.i18n.pages import translate_notebook
 
 
 def launchable(
     nb: nbformat.NotebookNode, root: Path = nbs.ROOT, lang: str = "en", page: str = ""
 ) -> nbformat.NotebookNode:
     """A chapter as Colab, Binder and a hub open it: the workbook of the student edition (see
-    :func:`autograder.editions.workbook`), with the setup cell and plain figures. ``lang``:
+    :func:`autograder.book.editions.workbook`), with the setup cell and plain figures. ``lang``:
     its language, from the catalogs of ``page`` (``book/<chapter>``, autograder.i18n)."""
     nb = copy.deepcopy(nb)
     nb.cells = edition_cells(nb, "student")
@@ -36,7 +36,7 @@ def launchable(
         if cell.cell_type == "code":  # the book's page metadata means nothing here
             cell.metadata = {k: v for k, v in cell.metadata.items() if k in ("tags", "mystnb")}
     nb.cells = launch.with_setup(nb.cells, root)
-    nb = translate_notebook(nb, lang, page, root)
+    nb = translate_chapter(nb, lang, page, root)
     launch.with_plain_figures(nb)
     return nb
 
@@ -50,7 +50,7 @@ def intro_notebook(root: Path = nbs.ROOT, lang: str = "en") -> nbformat.Notebook
     for i, cell in enumerate(nb.cells):  # the page's cells have no ids: the same on every build
         cell.id = f"intro-{i}"
     nb.cells = launch.with_setup(nb.cells, root)
-    return translate_notebook(nb, lang, nbs.toc_files(root)[0], root)
+    return translate_chapter(nb, lang, nbs.toc_files(root)[0], root)
 
 
 def write_launchables(dest: Path, root: Path = nbs.ROOT, lang: str = "en") -> list[Path]:

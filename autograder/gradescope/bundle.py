@@ -47,7 +47,7 @@ from autograder.config import COURSE_ID, GRADESCOPE, Limits
 
 # The two scripts Gradescope runs, as the files they are (shell, checked by `bash -n` in the
 # tests): setup.sh once per image, run_autograder once per submission.
-FILES = Path(__file__).resolve().parent / "gradescope_files"
+FILES = Path(__file__).resolve().parent
 SETUP = (FILES / "setup.sh").read_text()
 RUN = (FILES / "run_autograder").read_text()
 
@@ -123,7 +123,8 @@ def _write_messages(course, chapter: str, stage: Path) -> None:
     """The ``course`` catalog of the chapter's release language, as JSON, where the bundle's
     :func:`autograder.i18n.translations` finds it (the bundle has no polib): the students'
     summary and what happened to their notebook are said in the chapter's language."""
-    from autograder import feedback, i18n
+    from autograder import i18n
+    from autograder.results import feedback
 
     lang = feedback.released_language(course, chapter)
     if lang == i18n.SOURCE:
@@ -135,7 +136,7 @@ def _write_messages(course, chapter: str, stage: Path) -> None:
 
 
 class _BundleCourse:
-    """The little of Course that grading.run needs, inside a Gradescope container."""
+    """The little of Course that batch.run needs, inside a Gradescope container."""
 
     course_id = COURSE_ID
 
@@ -202,7 +203,7 @@ def close_bundle(root: Path, source: Path) -> None:
 
     ``umask 077`` for everything the grader writes from now on (its work folder is a fresh
     ``mkdtemp``, mode 0700, and the kernel's own folder is made elsewhere, see
-    :func:`autograder.jobs.run_folder`); the bundle (``source/``: every check, hidden ones
+    :func:`autograder.grading.jobs.run_folder`); the bundle (``source/``: every check, hidden ones
     included, the course's source notebook, the gradebook template), the results, the
     submission, Gradescope's copy of ``run_autograder`` and its metadata closed to others.
     The environment (``venv/``) stays readable: the kernel runs on it.
@@ -219,13 +220,14 @@ def close_bundle(root: Path, source: Path) -> None:
 
 def main(root: str) -> int:
     """Grade ``<root>/submission`` and write ``<root>/results/results.json``."""
-    from autograder import collect, feedback, grading
     from autograder import notebooks as nbs
-    from autograder.jobs import write_private
-    from autograder.scores import Total, is_hand_graded
+    from autograder.grading import batch, collect
+    from autograder.grading.jobs import write_private
+    from autograder.grading.scores import Total, is_hand_graded
+    from autograder.results import feedback
 
     root = Path(root)
-    source = Path(__file__).resolve().parent.parent
+    source = Path(__file__).resolve().parents[2]
     config = json.loads((source / "bundle.json").read_text())
     chapter = config["chapter"]
     results_path = root / "results" / "results.json"
@@ -253,14 +255,14 @@ def main(root: str) -> int:
         sub.problem = f"{problem} (expected {chapter}.ipynb)"
     else:
         collect.prepare(sub, lambda nb: chapter)
-    settings = grading.Settings(
+    settings = batch.Settings(
         jobs=1,
         cell_timeout=config["cell_timeout"],
         notebook_timeout=config["notebook_timeout"],
         memory_mb=config["memory_mb"],
         sandbox=sandbox,
     )
-    stats = grading.run(course, [sub], settings, log=lambda m: print(m, file=sys.stderr))
+    stats = batch.run(course, [sub], settings, log=lambda m: print(m, file=sys.stderr))
     problem = stats["failed"][0][1] if stats["failed"] else None
     lang = feedback.released_language(course, chapter)
     tr = feedback.translator(lang)
@@ -319,8 +321,8 @@ def main(root: str) -> int:
 
 
 def _in_words(problem: str, lang: str) -> str:
-    """What the grader recorded (``grading.run``'s ``failed`` entry), for a student."""
-    from autograder import feedback
+    """What the grader recorded (``batch.run``'s ``failed`` entry), for a student."""
+    from autograder.results import feedback
 
     if problem.startswith("graded, but "):
         problem = "graded; " + problem.removeprefix("graded, but ")
@@ -334,7 +336,8 @@ def _summary(
     """The students' summary, in the chapter's language ``lang``: the visible tests' points;
     of hidden ones only that they exist; the points that remain for a person (``hand``),
     which Gradescope's score leaves out; what happened to the notebook, in words."""
-    from autograder import feedback, records
+    from autograder import records
+    from autograder.results import feedback
 
     tr = feedback.translator(lang)
     shown = [t for t in tests if t["visibility"] == "visible"]

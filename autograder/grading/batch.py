@@ -3,7 +3,7 @@
 nbgrader stays the engine (its autograde pipeline runs every notebook); this module
 adds what a large class needs and nbgrader lacks:
 
-- **parallel**: ``--jobs N`` worker processes (:mod:`autograder.worker`), each grading
+- **parallel**: ``--jobs N`` worker processes (:mod:`autograder.grading.worker`), each grading
   in a private course directory; only this process writes the real gradebook, so
   SQLite sees one writer and PostgreSQL (``--db``) works the same way;
 - **progress**: a progress bar with the rate and an ETA;
@@ -13,7 +13,7 @@ adds what a large class needs and nbgrader lacks:
   in the table ``attention_graded`` of the gradebook, in the same transaction as its
   scores. A rerun skips what is recorded and unchanged, so an interrupted run goes on
   where it stopped: no submission is graded twice, none is lost;
-- **collecting** (:mod:`autograder.collect`): every submitted file becomes one submission
+- **collecting** (:mod:`autograder.grading.collect`): every submitted file becomes one submission
   with one student id, whatever the upload's form;
 - **problems**: a submission that cannot be graded (empty, invalid JSON, timed out, ...)
   gets zero on every test cell and a line in ``problems.csv`` saying why, while the rest
@@ -23,15 +23,15 @@ adds what a large class needs and nbgrader lacks:
   own CPU time (not its kernels') on one notebook, reading what the kernel sends, is
   stopped and replaced; that notebook is a problem, the batch goes on.
 
-Its parts: collecting and unpacking submissions (:mod:`autograder.collect`), job folders
-and what comes back from them (:mod:`autograder.jobs`), the sandbox
-(:mod:`autograder.sandbox`), the worker processes (:mod:`autograder.pool`,
-:mod:`autograder.worker`) and the gradebook merge (:mod:`autograder.ledger`).
+Its parts: collecting and unpacking submissions (:mod:`autograder.grading.collect`), job folders
+and what comes back from them (:mod:`autograder.grading.jobs`), the sandbox
+(:mod:`autograder.sandbox`), the worker processes (:mod:`autograder.grading.pool`,
+:mod:`autograder.grading.worker`) and the gradebook merge (:mod:`autograder.grading.ledger`).
 
 Why one module: :func:`run`, :func:`_grade_in_parallel` and :func:`_record` are one loop
 over one run's ``stats``, its ``retry`` list and one :class:`Ledger`, so that each result is
 recorded once, as it completes, by the one thread that writes the gradebook. The CSV files
-made from its results are written by :mod:`autograder.tables`.
+made from its results are written by :mod:`autograder.grading.tables`.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ import shutil
 import sys
 from dataclasses import dataclass
 
-from autograder.collect import Submission
 from autograder.config import LIMITS
-from autograder.jobs import (
+from autograder.grading.collect import Submission
+from autograder.grading.jobs import (
     _job_root,
     _listing,
     copy_back,
@@ -55,8 +55,8 @@ from autograder.jobs import (
     run_folder,
     snapshot,
 )
-from autograder.ledger import Ledger, read_job_scores
-from autograder.pool import Pool
+from autograder.grading.ledger import Ledger, read_job_scores
+from autograder.grading.pool import Pool
 
 # ---------------------------------------------------------------- the run
 
@@ -253,7 +253,7 @@ def _grade_in_parallel(
 ):
     """Grade ``gradable`` on ``settings.jobs`` slots, recording each result in ``ledger``.
 
-    Each job is prepared and graded in a thread of a :class:`autograder.pool.Pool` (one
+    Each job is prepared and graded in a thread of a :class:`autograder.grading.pool.Pool` (one
     worker process per slot); this thread alone records the results, as they complete. With
     a list ``retry``, a notebook that hit a wall-clock limit while computing (a busy machine
     can do that to correct work) is not recorded but appended to it, to be graded again

@@ -15,7 +15,7 @@
 
 Each is tested on a tiny notebook in ``tests/test_preprocessors.py``.
 
-Why one module: these are the classes ``autograder/worker.py`` hands to nbgrader's
+Why one module: these are the classes ``autograder/grading/worker.py`` hands to nbgrader's
 ``Autograde``, one per preprocessor, each small and tested on its own.
 :class:`CheckedExecute` brings what runs inside one of its test cells: the parser of the
 cell's check calls (:func:`parse_test_cell`, which feedback.py also uses to name a test

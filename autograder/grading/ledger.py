@@ -15,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from autograder.collect import Submission
+from autograder.grading.collect import Submission
 
 
 def venv_on_path() -> None:

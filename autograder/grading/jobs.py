@@ -36,12 +36,12 @@ from pathlib import Path
 import nbformat
 
 from autograder import records
-from autograder.collect import Submission
+from autograder.grading.collect import Submission
 
 HIDDEN_CHECKS = "checks/hidden/"
 COPY_BACK = ("*.ipynb",)
 # The graded notebook is the grader's own output: the student's cells (a submission is at most
-# 64 MiB, see autograder.collect.ZipLimits) with their outputs capped.
+# 64 MiB, see autograder.grading.collect.ZipLimits) with their outputs capped.
 COPY_BACK_MAX_BYTES = 96 * 2**20
 RUN_IGNORE = shutil.ignore_patterns("*.ipynb", "__pycache__", "*.pyc", ".ipynb_checkpoints")
 
@@ -400,7 +400,7 @@ def keep_student_outputs(root: Path, course_root: Path, sub: Submission) -> None
     is where an instructor looks when a notebook crashed. The file was written by the worker
     into the job's folder, outside every sandbox, with every output capped.
     """
-    from autograder.worker import STUDENT_OUTPUTS
+    from autograder.grading.worker import STUDENT_OUTPUTS
 
     try:
         data = read_regular(root / STUDENT_OUTPUTS, COPY_BACK_MAX_BYTES)

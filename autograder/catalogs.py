@@ -5,7 +5,7 @@
 1. stages the reader edition and runs Sphinx's gettext builder over it: one template
    (``.pot``) per page, since ``gettext_compact`` is off;
 2. :func:`write_templates` takes out of each page's template the notes and prompts that
-   ``autograder.editions`` adds (they are ``course.pot``'s, translated once for every
+   ``autograder.book.editions`` adds (they are ``course.pot``'s, translated once for every
    page), adds a notebook's image alt texts and fold prompts (cell metadata, which
    Sphinx never extracts), and gives every message the place of its source
    (``book/masking.ipynb:70003`` is cell 7, line 3, as myst-nb counts); and writes the
@@ -52,7 +52,7 @@ from autograder import i18n
 from autograder import notebooks as nbs
 from autograder.i18n import Term, manifest, markdown, pages, readme, terms
 
-EDITIONS = "autograder/editions.py"
+EDITIONS = "autograder/book/editions.py"
 DIAGRAMS = "book/figures/make_diagrams.py"
 FIGURES = "figures"  # the domain of the diagrams' labels
 SEARCH_BAR = "Search this book..."
@@ -78,8 +78,9 @@ class CourseMessage:
 def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
     """What the course's tools write for readers: edition notes, titles, prompts, READMEs,
     the words of the feedback pages (:func:`tool_messages`)."""
-    from autograder import course, editions, launch
-    from autograder.i18n.sphinx import INCOMPLETE, THEME_BUTTONS
+    from autograder import course
+    from autograder.book import editions, launch
+    from autograder.book.i18n_extension import INCOMPLETE, THEME_BUTTONS
 
     config = yaml.safe_load((root / "_config.yml").read_text())
     sphinx = (config.get("sphinx") or {}).get("config") or {}
@@ -89,7 +90,7 @@ def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
         CourseMessage(SEARCH_BAR, "jupyter-book", "the search box (jupyter-book's default text)"),
         CourseMessage(
             editions.STUDENT_TITLE,
-            "autograder/editions.py",
+            "autograder/book/editions.py",
             "the student edition's title",
             python_format=True,
         ),  # fmt: skip
@@ -109,18 +110,20 @@ def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
         CourseMessage(
             editions.MODEL_ANSWER_SUMMARY, EDITIONS, "a model answer's fold in a workbook"
         ),
-        CourseMessage(editions.MYST_TOOLTIP, "autograder/editions.py", "the .md download button"),
+        CourseMessage(editions.MYST_TOOLTIP, "autograder/book/editions.py", "the .md download button"),
         CourseMessage(
             course.SETUP_NOTE, "autograder/course.py", "README.md of a released chapter",
             python_format=True,
         ),
         CourseMessage(
-            launch.README, "autograder/launch.py", "README.md of the launchable notebooks",
+            launch.README, "autograder/book/launch.py", "README.md of the launchable notebooks",
             python_format=True,
         ),
     ]  # fmt: skip
     found.append(
-        CourseMessage(INCOMPLETE, "autograder/i18n/sphinx.py", "a page not fully translated")
+        CourseMessage(
+            INCOMPLETE, "autograder/book/i18n_extension.py", "a page not fully translated"
+        )
     )
     found += [
         CourseMessage(m, "sphinx-book-theme", "a button of the page's header")
@@ -132,10 +135,10 @@ def course_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
 # The tools whose every `tr("...")` (or `say("...")`, `page.tr("...")`) is a message of
 # `course`: the feedback page and the words of a score.
 TOOL_MODULES = {
-    "autograder/feedback.py": "a feedback page",
-    "autograder/scores.py": "a score, on a feedback page",
+    "autograder/results/feedback.py": "a feedback page",
+    "autograder/grading/scores.py": "a score, on a feedback page",
     "autograder/records.py": "what the grader recorded, on a feedback page",
-    "autograder/gradescope.py": "Gradescope's results, as a student sees them",
+    "autograder/gradescope/bundle.py": "Gradescope's results, as a student sees them",
 }
 TOOL_CALLS = {"tr", "say", "N_"}
 
@@ -178,7 +181,7 @@ def tool_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
 def theme_messages() -> list[CourseMessage]:
     """Strings of Sphinx's and the themes' templates that their own zh_CN catalogs leave in
     English: the catalog ``sphinx.po``, which Sphinx adds to its own translations."""
-    from autograder.i18n.sphinx import THEME_TEMPLATES
+    from autograder.book.i18n_extension import THEME_TEMPLATES
 
     return [CourseMessage(m, "pydata-sphinx-theme", "a template string") for m in THEME_TEMPLATES]
 
@@ -267,7 +270,7 @@ def check_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
     message said by visible checks is at a visible place)."""
     import checks
     import checks.hidden  # noqa: F401  (registers the hidden checks)
-    from autograder import questions
+    from autograder.book import questions
     from checks._core import REGISTRY
 
     base = root / "checks"
@@ -304,7 +307,7 @@ def check_messages(root: Path = nbs.ROOT) -> list[CourseMessage]:
 
 def hint_messages(root: Path = nbs.ROOT) -> set[str]:
     """The questions' hints (a hidden check may say one too, as its reason)."""
-    from autograder import questions
+    from autograder.book import questions
 
     return {t for q in questions.questions(root) for t in [*q.hints.values(), q.hint] if t}
 

@@ -18,11 +18,11 @@ chapter folder it also sets ``ATTENTION_COURSE_GRADED`` (:mod:`checks._quiz`): t
 questions' self-checks say only that an answer was recorded, even where the course is
 installed beside the release (a release uploaded to Colab).
 
-``python -m autograder launchables DEST`` (:mod:`autograder.launchables`) writes the tree
+``python -m autograder launchables DEST`` (:mod:`autograder.book.launchables`) writes the tree
 that Colab, Binder and JupyterHub open (published by ``.github/workflows/publish.yml`` to
 the branch ``repository.launch_branch``)::
 
-    <chapter>.ipynb     workbooks (autograder.editions.workbook): stubs and self-checks that
+    <chapter>.ipynb     workbooks (autograder.book.editions.workbook): stubs and self-checks that
                         test the student's code, the reference one explicit step away
     intro.ipynb         the introduction's code (check your setup and your GPU)
     checks/             the visible self-checks (not checks/hidden)

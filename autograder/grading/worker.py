@@ -1,7 +1,7 @@
 """A grading worker: one long-lived process that autogrades submissions one at a time.
 
-The parent (:mod:`autograder.grading`) starts ``--jobs`` of these, each as
-``python autograder/worker.py`` with a memory cap (``RLIMIT_AS``, inherited by the
+The parent (:mod:`autograder.grading.batch`) starts ``--jobs`` of these, each as
+``python autograder/grading/worker.py`` with a memory cap (``RLIMIT_AS``, inherited by the
 kernels it starts) and without the repository on ``PYTHONPATH``, so that a
 submission's kernel cannot import the reference solutions. Each worker imports
 nbgrader once and then reads jobs, one JSON object per line on stdin, and answers
@@ -11,12 +11,12 @@ assignment in it); the parent merges the result into the real gradebook, so the
 workers never write to it and never contend for it.
 
 The verdict of every test cell is computed in this process, which never runs student
-code: :class:`autograder.preprocessors.CheckedExecute` has the sandboxed kernel serve
+code: :class:`autograder.grading.preprocessors.CheckedExecute` has the sandboxed kernel serve
 the notebook's functions and modules as data, and runs the checks (hidden ones
 included, from the repository, never copied into the job) against proxies of them.
 
 The kernel runs in the job's run folder (``job['run']``, see
-:func:`autograder.jobs.run_folder`), never in the folder nbgrader writes the graded
+:func:`autograder.grading.jobs.run_folder`), never in the folder nbgrader writes the graded
 notebook to. Each answer says how much CPU time this process spent on the job (``cpu``):
 the parent stops a worker that spends more than its limit on one notebook.
 """
@@ -30,7 +30,7 @@ import time
 import traceback
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 STUDENT_OUTPUTS = "student-outputs.ipynb"  # in the job's root, outside every sandbox
 
 
@@ -55,7 +55,7 @@ def grade(job: dict) -> dict:
 
     from autograder import records
     from autograder.config import LIMITS, nbgrader_config
-    from autograder.preprocessors import (
+    from autograder.grading.preprocessors import (
         CapOutput,
         CheckedExecute,
         CpuTimedExecute,
@@ -66,7 +66,7 @@ def grade(job: dict) -> dict:
     root = Path(job["root"])
     cfg = nbgrader_config(root)  # the job's own gradebook, root/gradebook.db
     cell_cpu = job["cell_timeout"]
-    wall_factor = job["wall_factor"]  # autograder.grading.Settings.wall_factor
+    wall_factor = job["wall_factor"]  # autograder.grading.batch.Settings.wall_factor
     if job.get("sandbox", True):
         from autograder.sandbox import FIRST_UID, Limits, SandboxKernelManager
 
@@ -94,7 +94,7 @@ def grade(job: dict) -> dict:
     # A kernel imports PyTorch before its first cell (autograder.sandbox.PRELOAD): about 8 s
     # of CPU, which a busy machine can stretch past nbclient's 60 s to start. Also a backstop.
     cfg.Execute.startup_timeout = max(60, cfg.Execute.timeout)
-    # The parent reconciled the submission with the gradebook (autograder.jobs.reconcile):
+    # The parent reconciled the submission with the gradebook (autograder.grading.jobs.reconcile):
     # nothing is missing, and nbgrader's own re-insertion (which fails on an extra or a
     # missing neighbouring cell) stays off.
     cfg.OverwriteCells.add_missing_cells = False

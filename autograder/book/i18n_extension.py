@@ -121,7 +121,7 @@ def incomplete_notice(code: str) -> str:
 
 
 def _localize_buttons(app, pagename, context, here):
-    from autograder import launch
+    from autograder.book import launch
 
     if context.get("theme_search_bar_text"):  # jupyter-book's default, whatever the language
         context["theme_search_bar_text"] = i18n.gettext(here.code, context["theme_search_bar_text"])
@@ -186,10 +186,10 @@ def _translate_sources(app, exception):
 
 
 def translate_download(app, docname: str, nb):
-    """A notebook's download (``autograder.editions``) in the build's language."""
-    from autograder.i18n.pages import translate_notebook
+    """A notebook's download (``autograder.book.editions``) in the build's language."""
+    from autograder.book.i18n_stage import translate_chapter
 
-    return translate_notebook(nb, course_language(app).code, docname)
+    return translate_chapter(nb, course_language(app).code, docname)
 
 
 def _toctree_captions(app, doctree):

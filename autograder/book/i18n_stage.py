@@ -4,7 +4,7 @@ Sphinx translates the pages itself (``language`` and ``locale_dirs``), so the st
 notebooks keep their English markdown. Three things Sphinx cannot reach are translated
 here, in the staged copy:
 
-- the notes and prompts ``autograder.editions`` writes into the notebooks (``course.po``);
+- the notes and prompts ``autograder.book.editions`` writes into the notebooks (``course.po``);
 - a code cell's figure caption, image alt text and fold prompts (``metadata.mystnb``);
 - the title, the solution folds' prompts and the footer in ``_config.yml``.
 
@@ -27,7 +27,9 @@ import yaml
 
 from autograder import i18n
 from autograder import notebooks as nbs
+from autograder.book import launch
 from autograder.i18n import pages
+from autograder.i18n.pages import translate_notebook
 
 SEARCH_WORDS = "locale/search-words.txt"  # in the stage
 
@@ -43,7 +45,7 @@ def localize_config(
 ) -> str:
     """The staged ``_config.yml`` of an edition in language ``code`` (staged in ``dest``).
     ``student_title``: the student edition's title, a template of the book's
-    (``autograder.editions.STUDENT_TITLE``, which stages the book)."""
+    (``autograder.book.editions.STUDENT_TITLE``, which stages the book)."""
     if code == i18n.SOURCE:
         return text
     source = yaml.safe_load((root / "_config.yml").read_text())
@@ -110,3 +112,16 @@ def stage_catalogs(dest: Path, code: str, root: Path = nbs.ROOT) -> None:
         if not out.exists() or out.read_bytes() != path.read_bytes():
             out.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, out)
+
+
+def translate_chapter(
+    nb: nbformat.NotebookNode, code: str, page: str, root: Path = nbs.ROOT
+) -> nbformat.NotebookNode:
+    """``nb`` (a chapter, in any edition) in language ``code``: translated
+    (:func:`autograder.i18n.pages.translate_notebook`), and its setup cell, if it has one,
+    choosing that language for the self-checks (:func:`autograder.book.launch.with_language`)."""
+    if code == i18n.SOURCE:
+        return nb
+    nb = translate_notebook(nb, code, page, root)
+    launch.with_language(nb, code)
+    return nb
