@@ -41,7 +41,7 @@ def device(request) -> torch.device:
 LONGEST_FIRST = [
     "tests/test_autograde.py",
     "tests/test_hostile.py",
-    "tests/test_gradescope.py",
+    "tests/gradescope/test_bundle.py",
     "tests/test_launch.py",
     "tests/test_workbooks.py",
     "tests/test_instructor.py",

@@ -48,7 +48,7 @@ def auto_score(db_url, student, chapter=CHAPTER):
 
 
 # ---------------------------------------------------------------- sanitizing (fast)
-# Collecting (zips, identities, rows) is tested in tests/test_collect.py.
+# Collecting (zips, identities, rows) is tested in tests/grading/test_collect.py.
 
 
 def test_a_duplicated_answer_cell_keeps_metadata_on_the_last_copy():
@@ -402,7 +402,7 @@ def test_two_shards_grade_into_one_postgresql_gradebook(postgres, tmp_path, monk
 )
 def test_gradescope_bundle_writes_results_json(small_class, tmp_path, kind, expected_score):
     """Does run_autograder, pointed at a fake /autograder (AUTOGRADER_ROOT), grade a wrong,
-    a missing and an empty submission? (tests/test_gradescope.py runs the bundle exactly as
+    a missing and an empty submission? (tests/gradescope/test_bundle.py runs the bundle exactly as
     Gradescope does, for a perfect and an untouched one.)"""
     from autograder.gradescope.bundle import build
 

@@ -21,7 +21,7 @@ tests' points. Written answers are left to Gradescope's manual grading. Kernels 
 bubblewrap when the container allows namespaces, else (as root) as another user with
 rlimits (``"sandbox": "auto"`` in bundle.json; ``"required"`` refuses to grade without
 bubblewrap; ``"off"``); results.json is written after every process of theirs is gone. The root folder is
-``$AUTOGRADER_ROOT`` (default ``/autograder``). ``tests/test_gradescope.py`` runs the
+``$AUTOGRADER_ROOT`` (default ``/autograder``). ``tests/gradescope/test_bundle.py`` runs the
 bundle as Gradescope does, in bubblewrap with a temporary folder at ``/autograder``.
 
 Why one module: it is both ends of the bundle, :func:`build`, which writes the layout above

@@ -13,7 +13,7 @@
   kept; feedback shows the student's cells and the checks' messages.
 - :class:`CapOutput`: any single output over a size is cut.
 
-Each is tested on a tiny notebook in ``tests/test_preprocessors.py``.
+Each is tested on a tiny notebook in ``tests/grading/test_preprocessors.py``.
 
 Why one module: these are the classes ``autograder/grading/worker.py`` hands to nbgrader's
 ``Autograde``, one per preprocessor, each small and tested on its own.

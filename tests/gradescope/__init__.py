@@ -1,0 +1,1 @@
+"""Tests of ``autograder.gradescope``: one module per module of the package."""

@@ -1,0 +1,1 @@
+"""Tests of ``autograder.grading``: one module per module of the package."""

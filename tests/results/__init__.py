@@ -1,0 +1,1 @@
+"""Tests of ``autograder.results``: one module per module of the package."""

@@ -1,0 +1,1 @@
+"""Tests of ``autograder.sandbox``: one module per module of the package."""
