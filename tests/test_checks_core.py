@@ -17,14 +17,8 @@ import torch
 import checks
 import checks.hidden
 from checks import CheckError, CheckInternalError
-from checks._core import (
-    REGISTRY,
-    Check,
-    calling,
-    import_chapters,
-    is_harness_file,
-    raised_by_code_under_test,
-)
+from checks._core import REGISTRY, Check, import_chapters
+from checks._crash import calling, is_harness_file, raised_by_code_under_test
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = "_test_checks_core"
@@ -356,7 +350,7 @@ def test_check_error_shows_no_grader_paths_in_a_notebook():
 
 def test_expect_close_names_the_largest_error_and_the_tolerance():
     """Does a mismatch report the largest absolute error, where it is, and the tolerance?"""
-    from checks._core import expect_close
+    from checks._expect import expect_close
 
     expected = torch.tensor([[0.25, 0.75], [0.5, 0.5]], dtype=torch.float64)
     actual = expected + torch.tensor([[0.0, 0.0], [0.0, 3e-6]], dtype=torch.float64)
@@ -461,7 +455,7 @@ def test_on_meta_skips_only_for_a_read_it_saw_itself(served):
 def test_excerpt_bounds_and_sanitizes(text, shown, hidden):
     """Does excerpt keep four lines and 400 characters at most, count what it cut, and drop
     escape sequences, bidirectional overrides and other control characters?"""
-    from checks._core import excerpt
+    from checks._crash import excerpt
 
     out = excerpt(text)
     assert shown in out and hidden not in out
@@ -545,7 +539,7 @@ def test_float64_runs_on_the_cpu_for_a_device_without_it():
 @pytest.mark.parametrize("answer", ["ab", "", "  ", "abcd", "e", "(b)", 2, None, ...])
 def test_expect_choice_takes_exactly_one_of_the_letters(answer):
     """Does expect_choice refuse several letters, none, another letter or a non-string?"""
-    from checks._core import expect_choice
+    from checks._expect import expect_choice
 
     with pytest.raises(CheckError, match="answer_9_9"):
         expect_choice(answer, "abcd", "answer_9_9")
@@ -561,7 +555,7 @@ def test_expect_choice_takes_exactly_one_of_the_letters(answer):
 def test_expect_number_refuses_what_is_not_a_finite_number(answer):
     """Does expect_number refuse strings, NaN, infinity, booleans (also as a tensor or NumPy),
     lists, arrays, complex numbers and an int too large for a float?"""
-    from checks._core import expect_number
+    from checks._expect import expect_number
 
     with pytest.raises(CheckError, match="answer_9_9"):
         expect_number(answer, "answer_9_9")
@@ -575,6 +569,6 @@ def test_expect_number_refuses_what_is_not_a_finite_number(answer):
 )
 def test_expect_number_takes_numbers_in_every_form(answer):
     """Are ints, floats, NumPy scalars and one-element real tensors all the number 30?"""
-    from checks._core import expect_number
+    from checks._expect import expect_number
 
     assert expect_number(answer, "answer_9_9") == 30.0
