@@ -17,7 +17,7 @@ function (``tests/test_imports.py`` reads the table below and enforces both; ``*
 for every chapter's module, ``checks/<chapter>.py`` and ``checks/hidden/<chapter>.py``)::
 
     ground      _errors _i18n
-    core        _quiz _core
+    core        _quiz _crash _expect _mutation _core
     protocol    _wire _watch _serve _remote
     helpers     _contract _workbook
     chapters    * hidden
@@ -25,8 +25,10 @@ for every chapter's module, ``checks/<chapter>.py`` and ``checks/hidden/<chapter
     package     __init__
 
 - **ground**: the exceptions every layer raises and the checks' language;
-- **core**: the questions' rules (what a self-check may say where it is graded) and the
-  registry with its assertion helpers (:mod:`._core`), which every chapter uses;
+- **core**: what every chapter uses: the questions' rules (what a self-check may say where
+  it is graded), whose crash an exception is (:mod:`._crash`), the assertion helpers
+  (:mod:`._expect`, and :mod:`._mutation` for changes in place) and the registry of the
+  checks with the inputs they build (:mod:`._core`);
 - **protocol**: the wire format both sides use, the watches both sides run, the kernel's
   side (:mod:`._serve`) and the grader's (:mod:`._remote`);
 - **helpers**: the contracts the chapters' checks share (copies, gradients, devices), and
@@ -39,14 +41,9 @@ for every chapter's module, ``checks/<chapter>.py`` and ``checks/hidden/<chapter
 names (to say where the reference of an unfinished exercise is).
 """
 
-from checks._core import (
-    CheckError,
-    CheckInternalError,
-    available_devices,
-    expect_close,
-    expect_tensor,
-    import_chapters,
-)
+from checks._core import available_devices, import_chapters
+from checks._errors import CheckError, CheckInternalError
+from checks._expect import expect_close, expect_tensor
 from checks._i18n import set_language
 from checks._runner import groups, run, run_hidden
 

@@ -29,17 +29,11 @@ import math
 
 import torch
 
-from checks._core import (
-    CheckError,
-    CrashInCodeUnderTest,
-    _number,
-    calling,
-    change_of,
-    excerpt,
-    mutation_of,
-    shape_str,
-)
+from checks._crash import calling, excerpt
+from checks._errors import CheckError, CrashInCodeUnderTest
+from checks._expect import shape_str
 from checks._i18n import tr
+from checks._mutation import _number, change_of, mutation_of
 from checks._watch import _DeviceWatch, _SizeWatch
 
 _clone = torch.Tensor.clone
@@ -339,7 +333,7 @@ def expect_gradient_values(f, inputs: dict, what: str, *, seed: int = 0, eps: fl
     The idea of ``torch.autograd.gradcheck``'s fast mode, written out: for L(x) = Σ f(x) ⊙ R
     with a random R, compare Σ_i ⟨∂L/∂x_i, u_i⟩ from autograd with the central difference
     (L(x + εu) - L(x - εu)) / 2ε along a random direction u: three calls of the code under
-    test. ``tests/test_checks_core.py`` proves that it gives the verdict of gradcheck's full
+    test. ``tests/test_checks_contract.py`` proves that it gives the verdict of gradcheck's full
     Jacobian (its slow mode: two calls per input entry); gradcheck's fast mode, whose
     tolerance scales with the directions, passes a sine computed in float32, this does not.
     A value computed under ``torch.no_grad()``, detached somewhere inside (but not

@@ -1,9 +1,9 @@
 """The exceptions of the checks: what every layer of ``checks`` raises or catches.
 
 The lowest module of the package (it imports nothing of it), so that the wire format
-(:mod:`checks._wire`), the questions (:mod:`checks._quiz`) and the helpers
-(:mod:`checks._core`) can all raise and catch the same classes. ``checks._core`` and
-``checks`` export them.
+(:mod:`checks._wire`), the questions (:mod:`checks._quiz`), the crash attribution
+(:mod:`checks._crash`) and the assertion helpers (:mod:`checks._expect`) can all raise and
+catch the same classes. ``checks`` exports them.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 A question of "Check your understanding" is graded like an exercise: its answer cell
 (grade_id ``quiz_X_Y``) sets ``answer_X_Y``, and its test cell runs the visible group
-``quiz_X_Y`` (the answer's form: :func:`checks._core.expect_choice`,
-:func:`checks._core.expect_number`) and the hidden group ``quiz_X_Y.key``, which only the grader
-has. When the visible group's checks pass, :func:`verdict` decides what the student reads:
+``quiz_X_Y`` (the answer's form: :func:`checks._expect.expect_choice`,
+:func:`checks._expect.expect_number`) and the hidden group ``quiz_X_Y.key``, which only the
+grader has. When the visible group's checks pass, :func:`verdict` decides what the student
+reads:
 
 - **Self-study** (the book's downloads, the launchable notebooks of Colab, Binder and a hub, an
   installed course): the key is in ``solutions.answers``, generated from the notebooks' answer

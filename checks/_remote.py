@@ -24,7 +24,7 @@ What the proxies keep of a local call's behaviour, and what they do not:
 
 - the values returned; the inputs are **never** changed: the code under test works on
   copies, and a change it makes in place to one is recorded
-  (:func:`checks._core.note_mutation`) for the checks that test it, ``invoke`` and
+  (:func:`checks._mutation.note_mutation`) for the checks that test it, ``invoke`` and
   ``expect_unchanged``; every reference a check computes from its inputs, before or after
   the call, is computed from what it made;
 - the global random state (sent before a call whenever the checks changed it, so that
@@ -58,8 +58,10 @@ import threading
 import torch
 
 from checks import _watch, _wire
-from checks._core import CheckError, CrashInCodeUnderTest, compared, excerpt, note_mutation
+from checks._crash import excerpt
+from checks._errors import CheckError, CrashInCodeUnderTest
 from checks._i18n import tr
+from checks._mutation import compared, note_mutation
 from checks._serve import TAGS, Server, dtype_named, payload_of
 from checks._wire import MAX_FRAME, RemoteError, tensors_of
 
@@ -368,7 +370,7 @@ class Session:
 
         The kernel worked on copies and sends them back after the call: a copy that differs
         from the checks' tensor is a change in place, noted for ``invoke`` and
-        ``expect_unchanged`` (:func:`checks._core.note_mutation`). Nothing is copied back, so
+        ``expect_unchanged`` (:func:`checks._mutation.note_mutation`). Nothing is copied back, so
         a reference computed from that tensor after the call sees what the checks made.
         """
         with _untracked():

@@ -14,16 +14,9 @@ from collections.abc import Callable
 
 import torch
 
-from checks._core import (
-    REGISTRY,
-    Check,
-    CheckError,
-    CheckInternalError,
-    available_devices,
-    describe_crash,
-    excerpt,
-    raised_by_code_under_test,
-)
+from checks._core import REGISTRY, Check, available_devices
+from checks._crash import describe_crash, excerpt, raised_by_code_under_test
+from checks._errors import CheckError, CheckInternalError
 from checks._i18n import tr
 
 

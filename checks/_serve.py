@@ -24,7 +24,9 @@ import socket
 import torch
 
 from checks import _watch, _wire
-from checks._core import CheckError, crash_line, excerpt, real_number
+from checks._crash import crash_line, excerpt
+from checks._errors import CheckError
+from checks._expect import real_number
 from checks._i18n import tr
 from checks._wire import RemoteError, tensors_of
 

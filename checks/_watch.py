@@ -17,7 +17,9 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
-from checks._core import CheckError, CrashInCodeUnderTest, is_harness_file, shape_str
+from checks._crash import is_harness_file
+from checks._errors import CheckError, CrashInCodeUnderTest
+from checks._expect import shape_str
 from checks._i18n import tr
 
 # The watches active now, innermost last. A call that the grader makes in another process

@@ -25,7 +25,7 @@ import linecache
 import pkgutil
 import re
 
-from checks._core import is_harness_file
+from checks._crash import is_harness_file
 from checks._i18n import tr
 
 STUB_LINE = re.compile(r"raise\s+NotImplementedError(\(\s*\))?\s*$")

@@ -11,16 +11,9 @@ import math
 import torch
 
 from checks._contract import largest_intermediate
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    random_tensor,
-    shape_str,
-    softmax_list,
-)
+from checks._core import check, random_tensor, softmax_list
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number, shape_str
 from checks._i18n import tr
 from checks.scoring import (
     attend,

@@ -7,16 +7,9 @@ factorised, W = W_qᵀ W_k, and computed without ever forming the (d_q, d_k) mat
 import torch
 
 from checks._contract import largest_intermediate
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    expect_tensor,
-    shape_str,
-    softmax_list,
-)
+from checks._core import check, softmax_list
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number, expect_tensor, shape_str
 from checks._i18n import tr
 from checks.scoring import attend, build, dropout_contract, module_contract
 

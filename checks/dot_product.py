@@ -3,15 +3,9 @@
 import torch
 
 from checks._contract import module_tensors
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_finite,
-    expect_number,
-    softmax_list,
-)
+from checks._core import check, softmax_list
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_finite, expect_number
 from checks._i18n import tr
 from checks.scoring import attend, build, dropout_contract, module_contract
 

@@ -5,15 +5,9 @@ import functools
 import torch
 
 from checks._contract import invoke, on_meta
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_number,
-    expect_tensor,
-    random_lengths,
-    shape_str,
-)
+from checks._core import check, random_lengths
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_number, expect_tensor, shape_str
 from checks._i18n import tr
 
 

@@ -16,19 +16,18 @@ import torch
 from torch import nn
 
 from checks._contract import expect_dropout_pattern, on_meta, seeded
-from checks._core import (
-    CheckError,
-    calling,
-    check,
+from checks._core import check, random_tensor
+from checks._crash import calling
+from checks._errors import CheckError
+from checks._expect import (
     expect_attached,
     expect_choice,
     expect_close,
     expect_finite,
     expect_tensor,
-    expect_unchanged,
-    random_tensor,
 )
 from checks._i18n import tr
+from checks._mutation import expect_unchanged
 from checks.scoring import build, describe_lengths
 from checks.transformer import layer_norm
 

@@ -18,22 +18,12 @@ import math
 import torch
 
 from checks._contract import expect_gradient_values, float64_device, invoke, on_meta
-from checks._core import (
-    CheckError,
-    CrashInCodeUnderTest,
-    calling,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    expect_tensor,
-    expect_unchanged,
-    raised_by_code_under_test,
-    random_tensor,
-    shape_str,
-    softmax_list,
-)
+from checks._core import check, random_tensor, softmax_list
+from checks._crash import calling, raised_by_code_under_test
+from checks._errors import CheckError, CrashInCodeUnderTest
+from checks._expect import expect_choice, expect_close, expect_number, expect_tensor, shape_str
 from checks._i18n import tr
+from checks._mutation import expect_unchanged
 
 # ================================================================ Exercise 12.1: sampling_probs
 

@@ -12,22 +12,19 @@ from checks._contract import (
     invoke,
     on_meta,
 )
-from checks._core import (
-    CheckError,
-    calling,
-    check,
+from checks._core import check, random_lengths, random_tensor, softmax_list
+from checks._crash import calling
+from checks._errors import CheckError
+from checks._expect import (
     expect_choice,
     expect_close,
     expect_finite,
     expect_number,
     expect_tensor,
-    expect_unchanged,
-    random_lengths,
-    random_tensor,
     shape_str,
-    softmax_list,
 )
 from checks._i18n import tr
+from checks._mutation import expect_unchanged
 
 WEIGHTS_FOR = "weights for valid_lens {lens}"  # a label (tr: checks/_i18n.py)
 

@@ -11,17 +11,9 @@ from checks._contract import (
     invoke,
     on_meta,
 )
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    expect_tensor,
-    random_tensor,
-    shape_str,
-    softmax_list,
-)
+from checks._core import check, random_tensor, softmax_list
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number, expect_tensor, shape_str
 from checks._i18n import tr
 
 

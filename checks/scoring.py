@@ -13,15 +13,9 @@ from checks._contract import (
     on_meta,
     seeded,
 )
-from checks._core import (
-    CheckError,
-    check,
-    expect_close,
-    expect_tensor,
-    random_lengths,
-    random_tensor,
-    shape_str,
-)
+from checks._core import check, random_lengths, random_tensor
+from checks._errors import CheckError
+from checks._expect import expect_close, expect_tensor, shape_str
 from checks._i18n import tr
 from checks._quiz import declare
 

@@ -15,17 +15,9 @@ from checks._contract import (
     on_meta,
     seeded,
 )
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    expect_tensor,
-    random_lengths,
-    random_tensor,
-    shape_str,
-)
+from checks._core import check, random_lengths, random_tensor
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number, expect_tensor, shape_str
 from checks._i18n import tr
 from checks.scoring import build, describe_lengths
 

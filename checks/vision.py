@@ -21,20 +21,10 @@ from checks._contract import (
     on_meta,
     seeded,
 )
-from checks._core import (
-    CheckError,
-    CheckInternalError,
-    CrashInCodeUnderTest,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    expect_tensor,
-    raised_by_code_under_test,
-    random_tensor,
-    shape_str,
-    softmax_list,
-)
+from checks._core import check, random_tensor, softmax_list
+from checks._crash import raised_by_code_under_test
+from checks._errors import CheckError, CheckInternalError, CrashInCodeUnderTest
+from checks._expect import expect_choice, expect_close, expect_number, expect_tensor, shape_str
 from checks._i18n import tr
 from checks.scoring import build
 from checks.self_attention import cpu_twin

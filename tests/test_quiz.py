@@ -247,14 +247,14 @@ def no_key_problems(folder: Path) -> list[str]:
 RELEASED_CHECKS = """\
 import json, sys
 import checks
-from checks import _core, _quiz, _runner
+from checks import CheckError, _quiz, _runner
 out = {}
 for group, values in json.loads(sys.argv[1]).items():
     lines = []
     for value in values:
         try:
             _runner._run(group, lambda: value, ["cpu"], True, lines.append)
-        except _core.CheckError as err:
+        except CheckError as err:
             lines.append("ERROR " + str(err))
     out[group] = lines
 print(json.dumps({"out": out, "checks": checks.__file__, "answers": _quiz.answers() is not None}))

@@ -20,7 +20,8 @@ import torch
 import checks
 import checks._remote
 import tests.unusual
-from checks._core import REGISTRY, CheckError
+from checks._core import REGISTRY
+from checks._errors import CheckError
 from checks._remote import Session
 from checks._runner import _run
 from tests.wrong import load
@@ -159,7 +160,7 @@ def test_the_reference_passes_every_group_through_the_proxy(session, group):
 
 def test_a_crash_in_the_other_process_names_its_line(session):
     """Is a crash of the code under test reported with its type, message and line?"""
-    from checks._core import calling
+    from checks._crash import calling
 
     fn = session.target("crash:")
     with pytest.raises(CheckError) as caught:
@@ -172,7 +173,7 @@ def test_a_crash_in_the_other_process_names_its_line(session):
 
 def test_a_name_the_notebook_lacks_is_the_students_name_error(session):
     """Does a target that is not defined in the notebook come back as its NameError?"""
-    from checks._core import CrashInCodeUnderTest
+    from checks._errors import CrashInCodeUnderTest
 
     with pytest.raises(CrashInCodeUnderTest) as caught:
         session.target("nothing")
@@ -252,7 +253,7 @@ def test_the_code_under_test_never_changes_the_checks_tensors(served):
     """A function that zeroes its input and its lengths in place and returns zeros: do the
     checks' tensors stay as they were (so a reference computed after the call is right), and
     is each change recorded, so that expect_unchanged still reports it?"""
-    from checks._core import expect_unchanged, mutation_of
+    from checks._mutation import expect_unchanged, mutation_of
 
     X, lens = torch.randn(2, 3, 4), torch.tensor([1, 3])
     X_before, lens_before = X.clone(), lens.clone()
@@ -299,7 +300,7 @@ def test_a_forward_that_changes_its_weights_is_undone_and_reported(served):
 def test_an_exception_shows_a_bounded_sanitized_excerpt(served):
     """An exception whose message carries 71 lines (a file the code read): does the failure
     show at most a few short lines of it, without escape or bidirectional-control characters?"""
-    from checks._core import calling
+    from checks._crash import calling
 
     with pytest.raises(CheckError) as caught:
         with calling("loud(X)", None):
@@ -318,7 +319,7 @@ def test_a_number_is_a_number_wherever_the_check_runs(served, name):
     answer = served(name)
     assert verdict("quiz_2_2", answer) is None and verdict("quiz_2_2.key", answer) is None
     direct = LOCAL_HELPERS[name]
-    from checks._core import expect_number
+    from checks._expect import expect_number
 
     assert expect_number(direct(), "answer_2_2") == 15.0
 

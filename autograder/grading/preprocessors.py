@@ -437,7 +437,7 @@ class _Checker:
             self._run()
 
     def _run(self) -> None:
-        from checks._core import CheckError, CrashInCodeUnderTest
+        from checks._errors import CheckError, CrashInCodeUnderTest
         from checks._remote import Session
         from checks._runner import _run
 

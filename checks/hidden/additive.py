@@ -9,14 +9,9 @@ import torch
 from torch import nn
 
 from checks._contract import properties
-from checks._core import (
-    CheckError,
-    CheckInternalError,
-    check,
-    expect_choice,
-    expect_number,
-    random_tensor,
-)
+from checks._core import check, random_tensor
+from checks._errors import CheckError, CheckInternalError
+from checks._expect import expect_choice, expect_number
 from checks._i18n import N_, tr
 from checks.additive import expect_no_concatenation
 from checks.hidden.scoring import check_dropout, compare_with_loop, loop_reference

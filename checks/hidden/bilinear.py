@@ -12,14 +12,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from checks._contract import properties
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    random_tensor,
-)
+from checks._core import check, random_tensor
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number
 from checks._i18n import tr
 from checks.bilinear import expect_no_full_W
 from checks.hidden.scoring import check_dropout, compare_with_loop, loop_attention

@@ -10,16 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from checks._contract import properties
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    random_lengths,
-    random_tensor,
-    softmax_list,
-)
+from checks._core import check, random_lengths, random_tensor, softmax_list
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number
 from checks._i18n import N_, tr
 from checks.efficient import expect_mask, get_mask, mask_contract
 

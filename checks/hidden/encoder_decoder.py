@@ -18,15 +18,11 @@ import torch
 from torch import nn
 
 from checks._contract import expect_gradient_values, properties
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_unchanged,
-    random_tensor,
-)
+from checks._core import check, random_tensor
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close
 from checks._i18n import N_, tr
+from checks._mutation import expect_unchanged
 from checks.encoder_decoder import (
     call,
     decoder_on_meta,

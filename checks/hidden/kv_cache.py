@@ -14,15 +14,9 @@ the visible module's wrappers and contracts rather than copies of them.
 import torch
 
 from checks._contract import properties
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    random_tensor,
-    shape_str,
-)
+from checks._core import check, random_tensor
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number, shape_str
 from checks._i18n import N_, tr
 from checks.kv_cache import (
     describe_step,

@@ -3,22 +3,19 @@
 import torch
 
 from checks._contract import float64_device, properties
-from checks._core import (
-    CheckError,
-    CheckInternalError,
-    calling,
-    check,
+from checks._core import check, random_lengths, random_tensor
+from checks._crash import calling
+from checks._errors import CheckError, CheckInternalError
+from checks._expect import (
     expect_attached,
     expect_choice,
     expect_close,
     expect_finite,
     expect_number,
     expect_tensor,
-    expect_unchanged,
-    random_lengths,
-    random_tensor,
 )
 from checks._i18n import tr
+from checks._mutation import expect_unchanged
 from checks.masking import (
     masked_rows,
     masked_softmax_contract,

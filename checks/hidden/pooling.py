@@ -5,17 +5,9 @@ import math
 import torch
 
 from checks._contract import float64_device, properties
-from checks._core import (
-    CheckError,
-    CheckInternalError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_finite,
-    expect_number,
-    expect_tensor,
-    softmax_list,
-)
+from checks._core import check, softmax_list
+from checks._errors import CheckError, CheckInternalError
+from checks._expect import expect_choice, expect_close, expect_finite, expect_number, expect_tensor
 from checks._i18n import tr
 from checks.pooling import _call, pooling_contract
 

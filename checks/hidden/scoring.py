@@ -9,15 +9,9 @@ of Exercises 3.1, 4.4 and 5.1 are in ``checks/hidden/additive.py``,
 import torch
 
 from checks._contract import largest_intermediate, properties
-from checks._core import (
-    CheckError,
-    check,
-    expect_close,
-    expect_tensor,
-    random_lengths,
-    random_tensor,
-    shape_str,
-)
+from checks._core import check, random_lengths, random_tensor
+from checks._errors import CheckError
+from checks._expect import expect_close, expect_tensor, shape_str
 from checks._i18n import tr
 from checks.hidden.masking import per_query_lengths
 from checks.masking import masked_rows

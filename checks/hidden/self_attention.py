@@ -19,16 +19,9 @@ import torch
 import torch.nn.functional as F
 
 from checks._contract import properties
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    expect_tensor,
-    random_lengths,
-    random_tensor,
-)
+from checks._core import check, random_lengths, random_tensor
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number, expect_tensor
 from checks._i18n import tr
 from checks.hidden.masking import per_query_lengths
 from checks.masking import masked_rows

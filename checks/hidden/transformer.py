@@ -11,14 +11,9 @@ import torch
 from torch import nn
 
 from checks._contract import properties
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    random_tensor,
-)
+from checks._core import check, random_tensor
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number
 from checks._i18n import tr
 from checks.transformer import block_contract, call, layer_norm, make_block, sublayer_dropout
 

@@ -18,15 +18,9 @@ import torch
 import torch.nn.functional as F
 
 from checks._contract import float64_device, properties
-from checks._core import (
-    CheckError,
-    check,
-    expect_choice,
-    expect_close,
-    expect_number,
-    random_tensor,
-    shape_str,
-)
+from checks._core import check, random_tensor
+from checks._errors import CheckError
+from checks._expect import expect_choice, expect_close, expect_number, shape_str
 from checks._i18n import tr
 from checks.vision import (
     attend_grid,
