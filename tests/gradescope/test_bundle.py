@@ -35,7 +35,7 @@ from autograder.gradescope import bundle
 from tests import lockfile
 from tests.hostile import CHAPTER, reference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_PYTHON = Path("/usr/bin/python3.11")
 SYSTEM_SITE = Path("/usr/local/lib/python3.11/dist-packages")
 RESULTS = Path(os.environ.get("GRADESCOPE_RESULTS_DIR", "/tmp")) / "gradescope-results"

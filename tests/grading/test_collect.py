@@ -16,7 +16,7 @@ from autograder.course import COURSE_ID, Course
 from autograder.grading import collect, tables
 from tests.hostile import AUTO_POINTS, CHAPTER, reference
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _blank() -> str:
