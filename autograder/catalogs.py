@@ -165,7 +165,9 @@ def _save_template(path: Path, entries: list) -> None:
 
 
 def update(pot_dir: Path, code: str, root: Path = nbs.ROOT) -> list[Path]:
-    """sphinx-intl update, then fill in the messages with nothing to translate."""
+    """sphinx-intl update, then give every entry its template's source locations (sphinx-intl
+    leaves a catalog whose messages did not change as it was, its ``#:`` lines naming where
+    the messages were) and fill in the messages with nothing to translate."""
     import polib
 
     lang = i18n.language(code)
@@ -185,11 +187,15 @@ def update(pot_dir: Path, code: str, root: Path = nbs.ROOT) -> list[Path]:
             written.append(path)
             continue
         po = polib.pofile(str(path), wrapwidth=0)
+        places = {(e.msgctxt, e.msgid): e.occurrences for e in polib.pofile(str(pot))}
         po.header = HEADER
         po.metadata_is_fuzzy = False
         po.metadata["Project-Id-Version"] = "Attention, Step by Step"
         domain = path.relative_to(i18n.catalog_dir(code, root)).with_suffix("").as_posix()
         for entry in po:
+            where = places.get((entry.msgctxt, entry.msgid))
+            if where is not None and entry.occurrences != where:
+                entry.occurrences = where
             if (not entry.msgstr or entry.fuzzy) and not needs_translation(entry.msgid):
                 entry.msgstr = entry.msgid  # a number or a formula: itself, never fuzzy
                 entry.flags = [f for f in entry.flags if f != "fuzzy"]
