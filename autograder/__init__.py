@@ -8,7 +8,8 @@ what it may import), and the modules beside them:
 - the ground, read by every package: :mod:`.config` (every limit and id, read from the
   ``grading:`` block of ``_config.yml``), :mod:`.records` (the sentences the grader
   records), :mod:`.notebooks` (the book's notebooks and table of contents);
-- :mod:`.i18n`: languages, terms and the gettext catalogs' messages of every page;
+- :mod:`.i18n`: languages, terms, the gettext catalogs' messages of every page and the
+  review of a translation (its markup and terms);
 - :mod:`.sandbox`: the bubblewrap sandbox, the rlimits and the watchdog of every kernel
   that runs a submission;
 - :mod:`.book`: the book's editions, execution, launch links and downloads;
@@ -18,7 +19,10 @@ what it may import), and the modules beside them:
   book and the grading;
 - :mod:`.results`: feedback pages and the instructor's summaries;
 - :mod:`.gradescope`: the Gradescope bundle and what it runs;
-- :mod:`.catalogs`: the translation catalogs, which read every message source;
+- the translation catalogs, which read every message source: :mod:`.ui_messages` (the
+  tools', the theme's and the diagrams' messages) and :mod:`.checks_catalog` (the
+  self-checks', and their run-time tables); :mod:`.catalogs` (``make catalogs``: the
+  templates and the update); :mod:`.catalog_problems` (what the tests reject);
 - :mod:`.cli`: the command line.
 
 The modules form layers, lowest first. A module imports modules of its own layer and of the
@@ -29,9 +33,9 @@ table below and enforces all three)::
     ground      __init__ config records notebooks i18n.markdown grading grading.scores grading.tables grading.pool grading.formgrader book results gradescope
     sources     i18n book.questions grading.collect sandbox.wrap sandbox.processes sandbox.kernel sandbox.watchdog sandbox book.execute book.export
     parts       book.launch grading.ledger grading.preprocessors grading.worker grading.jobs
-    pages       i18n.pages i18n.readme book.i18n_stage book.i18n_extension grading.batch
+    pages       i18n.pages i18n.readme i18n.review book.i18n_stage book.i18n_extension grading.batch
     assemblies  book.editions course
-    products    book.launchables gradescope.bundle results.feedback results.reports catalogs
+    products    book.launchables gradescope.bundle results.feedback results.reports ui_messages checks_catalog catalogs catalog_problems
     commands    cli __main__
 
 Besides the standard library and third-party packages, ``autograder`` may import ``checks``

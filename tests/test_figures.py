@@ -231,7 +231,7 @@ def test_no_text_leaves_a_diagram_and_every_word_is_a_message(gen, lang):
     import matplotlib
     from matplotlib.text import Text
 
-    from autograder import catalogs
+    from autograder import ui_messages
 
     problems, drawn = {}, set()
     for name, d in gen.DIAGRAMS.items():
@@ -246,7 +246,7 @@ def test_no_text_leaves_a_diagram_and_every_word_is_a_message(gen, lang):
         if found:
             problems[name] = found
     assert not problems, problems
-    messages = {m.msgid for m in catalogs.figure_messages()}
+    messages = {m.msgid for m in ui_messages.figure_messages()}
     assert messages == drawn, (sorted(messages - drawn), sorted(drawn - messages))
 
 
@@ -274,12 +274,12 @@ def test_text_past_the_edge_is_caught(gen):
 
 def test_a_label_make_catalogs_cannot_read_is_an_error(tmp_path):
     """Is a tr() whose argument is not a literal string an error naming its line?"""
-    from autograder import catalogs
+    from autograder import ui_messages
 
-    path = tmp_path / catalogs.DIAGRAMS
+    path = tmp_path / ui_messages.DIAGRAMS
     path.parent.mkdir(parents=True)
     text = (FIGURES / "make_diagrams.py").read_text()
     path.write_text(text.replace('tr("runs once")', 'tr(f"runs {1}x")'))
     line = 1 + text[: text.index('tr("runs once")')].count("\n")
-    with pytest.raises(catalogs.FigureMessageError, match=f"make_diagrams.py:{line}: tr"):
-        catalogs.figure_messages(tmp_path)
+    with pytest.raises(ui_messages.FigureMessageError, match=f"make_diagrams.py:{line}: tr"):
+        ui_messages.figure_messages(tmp_path)

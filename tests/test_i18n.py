@@ -4,6 +4,8 @@ keep every role, code span, formula and term, and notebooks translated from the 
 Fast (part of `make check`): the catalogs listed in ``locale/zh_CN/translated.txt`` are read
 with polib and compared with the messages of the source found by :mod:`autograder.i18n`, which
 finds what Sphinx's gettext builder finds (``make catalogs`` stops if the two ever disagree).
+That each check of a translation's markup and terms fails when it should is
+tests/i18n/test_review.py's.
 """
 
 from __future__ import annotations
@@ -11,13 +13,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 
 import nbformat
 import polib
 import pytest
 
-from autograder import catalogs, i18n
+from autograder import catalog_problems, catalogs, i18n, ui_messages
 from autograder import notebooks as nbs
 from autograder.book import i18n_stage, launch, launchables
 from autograder.book.editions import (
@@ -29,9 +30,10 @@ from autograder.book.editions import (
 )
 from autograder.book.i18n_extension import switch_url
 from autograder.i18n import markdown, pages, readme
+from autograder.i18n.review import needs_translation
+from tests.i18n import ZH, edit_entry, pofile
 
 ROOT = nbs.ROOT
-ZH = "zh"
 EXT = pages.extensions()
 
 
@@ -39,7 +41,7 @@ def test_translated_catalogs_are_complete_current_and_keep_their_markup():
     """Is every catalog of translated.txt fully translated (nothing fuzzy or empty) and in step
     with the source, and does every translation anywhere keep its roles, code, math, links
     and term pairs, with terms.tsv agreeing with the glossary? Each problem names its place."""
-    listed = catalogs.manifest(ZH)
+    listed = i18n.manifest(ZH)
     required = {
         "course",
         "sphinx",
@@ -51,7 +53,7 @@ def test_translated_catalogs_are_complete_current_and_keep_their_markup():
     }
     assert required <= set(listed)
     assert all((i18n.catalog_dir(ZH) / f"{d}.po").exists() for d in listed), listed
-    problems = list(catalogs.problems(ZH))
+    problems = list(catalog_problems.problems(ZH))
     assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems)
 
 
@@ -59,7 +61,7 @@ def test_every_page_has_a_catalog():
     """Has `make catalogs` made a catalog for every page of the book (the other helpers
     translate into these), and no catalog for a page that is not in the book?"""
     pages_ = set(nbs.toc_files())
-    found = {d for d in catalogs.catalogs(ZH) if d.startswith("book/")}
+    found = {d for d in catalog_problems.catalogs(ZH) if d.startswith("book/")}
     assert found == pages_, (sorted(pages_ - found), sorted(found - pages_))
 
 
@@ -74,26 +76,10 @@ def repo(tmp_path):
         shutil.copytree(ROOT / name, tmp_path / name)
     for name in ("_config.yml", "_toc.yml", readme.SOURCE, readme.path(ZH).name):
         shutil.copy(ROOT / name, tmp_path / name)
-    for name in catalogs.TOOL_MODULES:
+    for name in ui_messages.TOOL_MODULES:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
-
-
-def _po(root: Path, domain: str):
-    return polib.pofile(str(i18n.catalog_path(ZH, domain, root)), wrapwidth=0)
-
-
-def _edit_entry(root, domain, contains, **changes):
-    po = _po(root, domain)
-    entry = next(e for e in po if contains in e.msgid)
-    for key, value in changes.items():
-        if key == "fuzzy":
-            entry.flags.append("fuzzy")
-        else:
-            setattr(entry, key, value(entry) if callable(value) else value)
-    po.save()
-    return entry
 
 
 def test_a_changed_english_paragraph_fails_until_make_catalogs(repo):
@@ -104,7 +90,7 @@ def test_a_changed_english_paragraph_fails_until_make_catalogs(repo):
     index = next(i for i, c in enumerate(nb.cells) if "Take two sequences" in c.source)
     nb.cells[index].source = nb.cells[index].source.replace("Take two", "Take three")
     nbformat.write(nb, path)
-    found = catalogs.completeness_problems(ZH, "book/masking", repo)
+    found = catalog_problems.completeness_problems(ZH, "book/masking", repo)
     assert any(
         f"book/masking.ipynb, cell {index}, line 3: not in" in p and "Take three" in p
         for p in found
@@ -113,59 +99,34 @@ def test_a_changed_english_paragraph_fails_until_make_catalogs(repo):
 
 
 def test_untranslated_and_fuzzy_entries_fail(repo):
-    _edit_entry(repo, "book/masking", "Take two sequences", msgstr="")
-    _edit_entry(repo, "book/masking", "A plain softmax hands", fuzzy=True)
-    found = catalogs.completeness_problems(ZH, "book/masking", repo)
+    edit_entry(repo, "book/masking", "Take two sequences", msgstr="")
+    edit_entry(repo, "book/masking", "A plain softmax hands", fuzzy=True)
+    found = catalog_problems.completeness_problems(ZH, "book/masking", repo)
     assert any("untranslated" in p and "Take two" in p and "cell 2, line 3" in p for p in found)
     assert any("fuzzy" in p and "A plain softmax" in p for p in found), found
 
 
 def test_obsolete_entries_fail(repo):
-    po = _po(repo, "book/masking")
+    po = pofile(repo, "book/masking")
     po.append(polib.POEntry(msgid="Gone.", msgstr="没了。", obsolete=True))
     po.save()
-    assert any("obsolete" in p for p in catalogs.completeness_problems(ZH, "book/masking", repo))
-
-
-@pytest.mark.parametrize(
-    "contains, breaks, expected",
-    [
-        (
-            "{numref}`fig-mask-broadcast` draws",
-            lambda s: s.replace("fig-mask-broadcast", "fig"),
-            "role",
-        ),
-        ("Implement `sequence_mask(X", lambda s: s.replace("`value`", "value"), "code"),
-        ("Position $j$ of sequence", lambda s: s.replace("$j$", "j"), "math"),
-        ("**Learning objectives.**", lambda s: "**学习目标：**学完本章，你将能够", "left as text"),
-    ],
-)
-def test_a_translation_that_breaks_markup_fails(repo, contains, breaks, expected):
-    """Does a translation that drops a role's target, inline code or math, or leaves ** as
-    text (CJK punctuation next to **), fail with its catalog line?"""
-    entry = _edit_entry(repo, "book/masking", contains, msgstr=lambda e: breaks(e.msgstr))
-    found = catalogs.markup_problems(ZH, "book/masking", repo)
-    assert any(expected in p and f"masking.po:{entry.linenum}" in p for p in found), found
+    assert any(
+        "obsolete" in p for p in catalog_problems.completeness_problems(ZH, "book/masking", repo)
+    )
 
 
 def test_a_changed_diagram_label_fails_until_make_catalogs(repo):
     """If a label of the diagrams changes in make_diagrams.py, does the check of the catalog
-    ``figures`` name the new label's line and the stale entry; and does a translation that
-    drops a template's field, or renders a term otherwise, fail?"""
-    path = repo / catalogs.DIAGRAMS
+    ``figures`` name the new label's line and the stale entry?"""
+    path = repo / ui_messages.DIAGRAMS
     text = path.read_text()
     line = 1 + text[: text.index('tr("runs once")')].count("\n")
     path.write_text(text.replace('tr("runs once")', 'tr("runs only once")'))
-    found = catalogs.completeness_problems(ZH, catalogs.FIGURES, repo)
+    found = catalog_problems.completeness_problems(ZH, i18n.FIGURES, repo)
     assert any(
-        f"{catalogs.DIAGRAMS}, line {line}: not in" in p and "runs only once" in p for p in found
+        f"{ui_messages.DIAGRAMS}, line {line}: not in" in p and "runs only once" in p for p in found
     ), found
     assert any("'runs once' is no longer in the source" in p for p in found), found
-    entry = _edit_entry(repo, catalogs.FIGURES, "query heads, g = {g}", msgstr="8 个查询头")
-    found = catalogs.markup_problems(ZH, catalogs.FIGURES, repo)
-    assert any(f"figures.po:{entry.linenum}: placeholders" in p for p in found), found
-    _edit_entry(repo, catalogs.FIGURES, "keys, values", msgstr="钥匙、值")
-    assert any("'key' should be 键" in p for p in catalogs.term_problems(ZH, "figures", repo))
 
 
 def test_a_changed_feedback_message_fails_until_make_catalogs(repo):
@@ -176,56 +137,12 @@ def test_a_changed_feedback_message_fails_until_make_catalogs(repo):
     text = path.read_text()
     assert 'tr("Scores")' in text or "say('Scores')" in text
     path.write_text(text.replace("say('Scores')", "say('Your scores')"))
-    found = catalogs.completeness_problems(ZH, i18n.COURSE, repo)
+    found = catalog_problems.completeness_problems(ZH, i18n.COURSE, repo)
     assert any("not in" in p and "'Your scores'" in p for p in found), found
     assert any("'Scores' is no longer in the source" in p for p in found), found
     path.write_text(text + "\n\ndef later(page, name):\n    return page.tr(name)\n")
-    with pytest.raises(catalogs.ToolMessageError, match="feedback.py:.*literal string"):
-        catalogs.tool_messages(repo)
-
-
-def test_a_role_may_change_its_title_but_not_its_target():
-    assert (
-        catalogs.markup("{term}`queries <query>`")["role"]
-        == catalogs.markup("{term}`查询 <query>`")["role"]
-    )
-    assert catalogs.markup("{term}`query`")["role"] != catalogs.markup("{term}`查询`")["role"]
-
-
-def test_another_rendering_of_a_listed_term_fails_unless_explained(repo):
-    """Does a translation that renders "query" as 询问 fail, and pass once a translator
-    comment says why the term does not apply?"""
-    contains = "Take two sequences"
-    _edit_entry(repo, "book/masking", contains, msgstr=lambda e: e.msgstr.replace("查询", "询问"))
-    found = catalogs.term_problems(ZH, "book/masking", repo)
-    assert any("'query' should be 查询" in p for p in found), found
-    _edit_entry(repo, "book/masking", contains, tcomment="terms: query - a test of the escape")
-    assert not catalogs.term_problems(ZH, "book/masking", repo)
-
-
-def test_terms_agree_with_the_glossary(repo):
-    """Does terms.tsv fail when it gives a glossary term another Chinese name than
-    book/glossary.md, or leaves a glossary entry out?"""
-    assert not catalogs.glossary_problems(ZH, repo)
-    path = repo / "locale" / "zh_CN" / "terms.tsv"
-    text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace("加性注意力\tadditive", "相加注意力\tadditive"), encoding="utf-8")
-    assert any("相加注意力" in p for p in catalogs.glossary_problems(ZH, repo))
-    path.write_text(
-        "\n".join(ln for ln in text.splitlines() if "\tvalid length" not in ln), encoding="utf-8"
-    )
-    assert any("'valid length' has no line" in p for p in catalogs.glossary_problems(ZH, repo))
-
-
-def test_term_forms_match_whole_words_outside_code():
-    term = next(t for t in catalogs.terms(ZH) if t.english[0] == "key")
-    prose = catalogs._prose
-    assert term.pattern.search(prose("each key and the keys"))
-    assert not term.pattern.search(prose("the `key` argument, a keyboard, monkey"))
-    mha = next(t for t in catalogs.terms(ZH) if t.english[0] == "multi-head attention")
-    assert mha.pattern.search("Multi-head  attention") and mha.pattern.search(
-        "multi head attention"
-    )
+    with pytest.raises(ui_messages.ToolMessageError, match="feedback.py:.*literal string"):
+        ui_messages.tool_messages(repo)
 
 
 # ---------------------------------------------------------------- the README's student part
@@ -279,7 +196,7 @@ def test_a_changed_english_readme_paragraph_fails_until_make_catalogs(repo, tmp_
     text = source.read_text(encoding="utf-8")
     source.write_text(text.replace("it does nothing, elsewhere", "it does nothing; elsewhere"))
     line = 1 + next(i for i, ln in enumerate(text.split("\n")) if "Every chapter is a" in ln)
-    found = catalogs.completeness_problems(ZH, readme.DOMAIN, repo)
+    found = catalog_problems.completeness_problems(ZH, readme.DOMAIN, repo)
     assert any(f"README.md, line {line}: not in locale/zh_CN" in p for p in found), found
     assert any("README.po" in p and "no longer in the source" in p for p in found), found
     assert readme.drift(ZH, repo)
@@ -290,10 +207,10 @@ def test_a_changed_english_readme_paragraph_fails_until_make_catalogs(repo, tmp_
     catalogs.write_readme_template(pot_dir, repo)
     catalogs.update(pot_dir, ZH, repo)
     assert readme.write(ZH, repo) and not readme.drift(ZH, repo)
-    found = catalogs.completeness_problems(ZH, readme.DOMAIN, repo)
+    found = catalog_problems.completeness_problems(ZH, readme.DOMAIN, repo)
     assert len(found) == 1 and f"README.md, line {line}: fuzzy" in found[0], found
-    _edit_entry(repo, readme.DOMAIN, "nothing; elsewhere", flags=[])
-    assert not catalogs.completeness_problems(ZH, readme.DOMAIN, repo)
+    edit_entry(repo, readme.DOMAIN, "nothing; elsewhere", flags=[])
+    assert not catalog_problems.completeness_problems(ZH, readme.DOMAIN, repo)
     assert readme.drift(ZH, repo)
     readme.write(ZH, repo)
     assert not readme.drift(ZH, repo)
@@ -403,13 +320,13 @@ def _code(nb) -> list[tuple]:
 def test_downloads_of_translated_chapters_are_chinese_and_share_the_code():
     """Is every markdown cell and figure text of a translated chapter's notebook Chinese, and
     is every code cell, with its grading metadata, the English one?"""
-    for page in catalogs.manifest(ZH):
+    for page in i18n.manifest(ZH):
         if not page.startswith("book/") or pages.page_file(page).suffix != ".ipynb":
             continue
         english = nbs.read(pages.page_file(page))
         table = pages.lookup_for(ZH, page)
         cells, missing = pages.translate_cells(english.cells, table)
-        assert not [m for m in missing if catalogs.needs_translation(m)], (page, missing[:3])
+        assert not [m for m in missing if needs_translation(m)], (page, missing[:3])
         zh = nbformat.from_dict({**english, "cells": cells})
         assert _code(zh) == _code(english), page
         assert [c.cell_type for c in zh.cells] == [c.cell_type for c in english.cells]
@@ -522,7 +439,7 @@ def test_pages_not_fully_translated_say_so(monkeypatch):
     complete page none?"""
     from autograder.book.i18n_extension import INCOMPLETE, incomplete, incomplete_notice
 
-    listed = [d for d in catalogs.manifest(ZH) if d != "book/masking"]
+    listed = [d for d in i18n.manifest(ZH) if d != "book/masking"]
     monkeypatch.setattr(i18n, "manifest", lambda code, root=ROOT: listed)
     assert incomplete(ZH, "book/masking") and not incomplete(ZH, "book/glossary")
     assert not incomplete(ZH, "search")

@@ -8,6 +8,9 @@ for the text the course's tools write (``course.po``)::
     locale/zh_CN/LC_MESSAGES/course.po        notes, prompts, titles and READMEs of autograder/,
                                               and the words of the feedback pages
     locale/zh_CN/LC_MESSAGES/README.po        the student part of README.md (README.zh-CN.md)
+    locale/zh_CN/LC_MESSAGES/sphinx.po        strings of Sphinx's and the themes' templates
+    locale/zh_CN/LC_MESSAGES/figures.po       the diagrams' labels (book/figures/make_diagrams.py)
+    locale/zh_CN/LC_MESSAGES/checks.po        what the self-checks say (checks/_i18n.py)
     locale/zh_CN/translated.txt               the catalogs that must be complete (tests)
     locale/zh_CN/terms.tsv                    the term pairs every translation keeps to
 
@@ -21,10 +24,13 @@ cells are shared by every language and never copied.
 - :mod:`.markdown` finds the messages of MyST Markdown (as Sphinx does) and replaces them;
 - :mod:`.pages` lists the messages of every page and translates notebooks;
 - :mod:`.readme` makes the translated README (``README.zh-CN.md``) from README.md's student
-  part and its catalog.
+  part and its catalog;
+- :mod:`.review` checks that a translation keeps its message's markup and the term pairs.
 
-Elsewhere, because they read more than this package: :mod:`autograder.catalogs` updates the
-catalogs from every message source (``make catalogs``) and checks them;
+Elsewhere, because they read more than this package: :mod:`autograder.ui_messages` and
+:mod:`autograder.checks_catalog` read the messages of the tools, the diagrams and the checks,
+:mod:`autograder.catalogs` updates the catalogs from every message source (``make
+catalogs``) and :mod:`autograder.catalog_problems` checks them;
 :mod:`autograder.book.i18n_stage` translates a staged book and
 :mod:`autograder.book.i18n_extension` is the Sphinx extension of every build (switcher,
 translated downloads). This package imports only :mod:`autograder.notebooks` of the grader.
@@ -57,6 +63,12 @@ LANGUAGES = {
 }
 LOCALE = "locale"
 COURSE = "course"  # the domain of the tools' own messages
+SPHINX = "sphinx"  # the strings of Sphinx's and the themes' templates
+FIGURES = "figures"  # the diagrams' labels
+CHECKS = "checks"  # the self-checks' messages (checks/_i18n.py)
+# The catalogs of the tools' text, not of a page: plain text, not MyST (and their templates'
+# fields must stay).
+UI_DOMAINS = (COURSE, SPHINX, FIGURES, CHECKS)
 MANIFEST = "translated.txt"  # in locale/<locale>/
 TERMS = "terms.tsv"
 # Where a translated image is (Sphinx's `figure_language_filename`, set in a translated build):
