@@ -121,7 +121,7 @@ book-edition:
 	@echo "The $(BOOK_EDITION) edition ($(COURSE_LANG)) is in $(BOOK_HTML)/index.html"
 
 # The translation catalogs, one per page, from the English source: Sphinx's gettext builder
-# over the reader edition, then sphinx-intl (see autograder/catalogs.py); and
+# over the reader edition, then sphinx-intl (see autograder/catalogs/); and
 # README.zh-CN.md, from README.md's student part and its catalog (autograder/i18n/readme.py).
 # Run it after changing any text of the book or of that part of README.md, or a translation
 # in README.po; the tests fail while a catalog or README.zh-CN.md is out of date.

@@ -19,10 +19,8 @@ what it may import), and the modules beside them:
   book and the grading;
 - :mod:`.results`: feedback pages and the instructor's summaries;
 - :mod:`.gradescope`: the Gradescope bundle and what it runs;
-- the translation catalogs, which read every message source: :mod:`.ui_messages` (the
-  tools', the theme's and the diagrams' messages) and :mod:`.checks_catalog` (the
-  self-checks', and their run-time tables); :mod:`.catalogs` (``make catalogs``: the
-  templates and the update); :mod:`.catalog_problems` (what the tests reject);
+- :mod:`.catalogs`: the translation catalogs, which read every message source (``make
+  catalogs``: the templates and the update; what the tests reject);
 - :mod:`.cli`: the command line.
 
 The modules form layers, lowest first. A module imports modules of its own layer and of the
@@ -35,7 +33,7 @@ table below and enforces all three)::
     parts       book.launch grading.ledger grading.preprocessors grading.worker grading.jobs
     pages       i18n.pages i18n.readme i18n.review book.i18n_stage book.i18n_extension grading.batch
     assemblies  book.editions course
-    products    book.launchables gradescope.bundle results.feedback results.reports ui_messages checks_catalog catalogs catalog_problems
+    products    book.launchables gradescope.bundle results.feedback results.reports catalogs.ui_messages catalogs.checks_messages catalogs catalogs.audit
     commands    cli __main__
 
 Besides the standard library and third-party packages, ``autograder`` may import ``checks``

@@ -259,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {len(written)} launchable notebooks and the course package to {args.dest}")
         return 0
     if args.command == "catalogs":
-        from autograder import catalogs, checks_catalog
+        from autograder import catalogs
+        from autograder.catalogs import checks_messages
         from autograder.i18n import readme
 
         unplaced = catalogs.write_templates(args.pot_dir)
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: Sphinx and autograder.i18n.pages disagree: {line}")
         written = catalogs.update(args.pot_dir, args.lang)
         print(f"{len(written)} catalog(s) changed")
-        for path in checks_catalog.write_runtime(args.lang):
+        for path in checks_messages.write_runtime(args.lang):
             print(
                 f"wrote {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}"
             )

@@ -8,7 +8,7 @@ that language, its fields too where a field is itself one of these sentences (th
 inside "stopped by the sandbox"). A sentence that matches none is left as it was written.
 
 Every template is marked with :func:`N_`, so that ``make catalogs`` puts it in the
-``course`` catalog (``autograder/ui_messages.py``, ``TOOL_MODULES``). This module imports
+``course`` catalog (``autograder/catalogs/ui_messages.py``, ``TOOL_MODULES``). This module imports
 nothing of the course: the sandbox, the collector and the grader all use it.
 """
 

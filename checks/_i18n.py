@@ -4,7 +4,7 @@ English is the source and the default; every message of ``checks`` is written on
 English, in the code (a check's question is the first line of its docstring, a template is
 ``tr("{name} has shape {actual}, expected {expected}")``). A translation is the gettext
 catalog ``locale/<locale>/LC_MESSAGES/checks.po`` of the course, extracted from the code by
-``make catalogs`` (:mod:`autograder.checks_catalog`), which also writes what this module reads
+``make catalogs`` (:mod:`autograder.catalogs.checks_messages`), which also writes what this module reads
 at run time, since a student's kernel has only the standard library and torch:
 
     checks/_messages/<locale>.json          the messages of the visible checks

@@ -1,4 +1,4 @@
-"""``make catalogs``' templates and update (autograder/catalogs.py), on tiny catalogs."""
+"""``make catalogs``' templates and update (autograder/catalogs/__init__.py), on tiny catalogs."""
 
 from __future__ import annotations
 

@@ -8,8 +8,9 @@ from contextlib import redirect_stdout
 import pytest
 
 import checks
-from autograder import checks_catalog, i18n
+from autograder import i18n
 from autograder import notebooks as nbs
+from autograder.catalogs import checks_messages
 from checks import CheckError, _i18n, _runner
 from checks._core import REGISTRY
 from tests.wrong import load, reference
@@ -140,12 +141,12 @@ def test_english_is_the_source():
 
 def test_the_shipped_translations_are_the_catalog():
     """checks/_messages/*.json (and the hidden ones) are what `make catalogs` makes."""
-    for path, table in checks_catalog.runtime_tables(ZH).items():
+    for path, table in checks_messages.runtime_tables(ZH).items():
         assert path.exists(), f"{path}: run `make catalogs`"
-        assert path.read_text(encoding="utf-8") == checks_catalog.runtime_text(table), (
+        assert path.read_text(encoding="utf-8") == checks_messages.runtime_text(table), (
             f"{path} differs from locale/zh_CN/LC_MESSAGES/checks.po: run `make catalogs`"
         )
-    visible, hidden, hints = checks_catalog.runtime_tables(ZH).values()
+    visible, hidden, hints = checks_messages.runtime_tables(ZH).values()
     assert not set(visible) & set(hidden)
     assert not set(hints) & set(visible)  # a hint is never in a release
 
@@ -162,7 +163,7 @@ def test_the_shipped_translations_are_the_catalog():
 
 
 def test_every_question_and_template_is_in_the_catalog():
-    msgids = {m.msgid for m in checks_catalog.check_messages()}
+    msgids = {m.msgid for m in checks_messages.check_messages()}
     assert {c.question for items in REGISTRY.values() for c in items} <= msgids
     assert "{name} has shape {actual}, expected {expected}" in msgids
 
@@ -253,9 +254,9 @@ def test_every_hint_is_in_the_catalog_and_beside_the_keys():
 
     found = questions.questions()
     hints = {t for q in found for t in [*q.hints.values(), q.hint] if t}
-    msgids = {m.msgid for m in checks_catalog.check_messages()}
+    msgids = {m.msgid for m in checks_messages.check_messages()}
     assert hints and hints <= msgids
-    visible, hidden, beside = checks_catalog.runtime_tables(ZH).values()
+    visible, hidden, beside = checks_messages.runtime_tables(ZH).values()
     assert hints == set(beside)
     assert not set(beside.values()) & set(visible.values())
 

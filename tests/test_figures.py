@@ -231,7 +231,7 @@ def test_no_text_leaves_a_diagram_and_every_word_is_a_message(gen, lang):
     import matplotlib
     from matplotlib.text import Text
 
-    from autograder import ui_messages
+    from autograder.catalogs import ui_messages
 
     problems, drawn = {}, set()
     for name, d in gen.DIAGRAMS.items():
@@ -274,7 +274,7 @@ def test_text_past_the_edge_is_caught(gen):
 
 def test_a_label_make_catalogs_cannot_read_is_an_error(tmp_path):
     """Is a tr() whose argument is not a literal string an error naming its line?"""
-    from autograder import ui_messages
+    from autograder.catalogs import ui_messages
 
     path = tmp_path / ui_messages.DIAGRAMS
     path.parent.mkdir(parents=True)

@@ -18,7 +18,7 @@ import nbformat
 import polib
 import pytest
 
-from autograder import catalog_problems, catalogs, i18n, ui_messages
+from autograder import catalogs, i18n
 from autograder import notebooks as nbs
 from autograder.book import i18n_stage, launch, launchables
 from autograder.book.editions import (
@@ -29,6 +29,7 @@ from autograder.book.editions import (
     stage_book,
 )
 from autograder.book.i18n_extension import switch_url
+from autograder.catalogs import audit, ui_messages
 from autograder.i18n import markdown, pages, readme
 from autograder.i18n.review import needs_translation
 from tests.i18n import ZH, edit_entry, pofile
@@ -53,7 +54,7 @@ def test_translated_catalogs_are_complete_current_and_keep_their_markup():
     }
     assert required <= set(listed)
     assert all((i18n.catalog_dir(ZH) / f"{d}.po").exists() for d in listed), listed
-    problems = list(catalog_problems.problems(ZH))
+    problems = list(audit.problems(ZH))
     assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems)
 
 
@@ -61,7 +62,7 @@ def test_every_page_has_a_catalog():
     """Has `make catalogs` made a catalog for every page of the book (the other helpers
     translate into these), and no catalog for a page that is not in the book?"""
     pages_ = set(nbs.toc_files())
-    found = {d for d in catalog_problems.catalogs(ZH) if d.startswith("book/")}
+    found = {d for d in audit.catalogs(ZH) if d.startswith("book/")}
     assert found == pages_, (sorted(pages_ - found), sorted(found - pages_))
 
 
@@ -90,7 +91,7 @@ def test_a_changed_english_paragraph_fails_until_make_catalogs(repo):
     index = next(i for i, c in enumerate(nb.cells) if "Take two sequences" in c.source)
     nb.cells[index].source = nb.cells[index].source.replace("Take two", "Take three")
     nbformat.write(nb, path)
-    found = catalog_problems.completeness_problems(ZH, "book/masking", repo)
+    found = audit.completeness_problems(ZH, "book/masking", repo)
     assert any(
         f"book/masking.ipynb, cell {index}, line 3: not in" in p and "Take three" in p
         for p in found
@@ -101,7 +102,7 @@ def test_a_changed_english_paragraph_fails_until_make_catalogs(repo):
 def test_untranslated_and_fuzzy_entries_fail(repo):
     edit_entry(repo, "book/masking", "Take two sequences", msgstr="")
     edit_entry(repo, "book/masking", "A plain softmax hands", fuzzy=True)
-    found = catalog_problems.completeness_problems(ZH, "book/masking", repo)
+    found = audit.completeness_problems(ZH, "book/masking", repo)
     assert any("untranslated" in p and "Take two" in p and "cell 2, line 3" in p for p in found)
     assert any("fuzzy" in p and "A plain softmax" in p for p in found), found
 
@@ -110,9 +111,7 @@ def test_obsolete_entries_fail(repo):
     po = pofile(repo, "book/masking")
     po.append(polib.POEntry(msgid="Gone.", msgstr="没了。", obsolete=True))
     po.save()
-    assert any(
-        "obsolete" in p for p in catalog_problems.completeness_problems(ZH, "book/masking", repo)
-    )
+    assert any("obsolete" in p for p in audit.completeness_problems(ZH, "book/masking", repo))
 
 
 def test_a_changed_diagram_label_fails_until_make_catalogs(repo):
@@ -122,7 +121,7 @@ def test_a_changed_diagram_label_fails_until_make_catalogs(repo):
     text = path.read_text()
     line = 1 + text[: text.index('tr("runs once")')].count("\n")
     path.write_text(text.replace('tr("runs once")', 'tr("runs only once")'))
-    found = catalog_problems.completeness_problems(ZH, i18n.FIGURES, repo)
+    found = audit.completeness_problems(ZH, i18n.FIGURES, repo)
     assert any(
         f"{ui_messages.DIAGRAMS}, line {line}: not in" in p and "runs only once" in p for p in found
     ), found
@@ -137,7 +136,7 @@ def test_a_changed_feedback_message_fails_until_make_catalogs(repo):
     text = path.read_text()
     assert 'tr("Scores")' in text or "say('Scores')" in text
     path.write_text(text.replace("say('Scores')", "say('Your scores')"))
-    found = catalog_problems.completeness_problems(ZH, i18n.COURSE, repo)
+    found = audit.completeness_problems(ZH, i18n.COURSE, repo)
     assert any("not in" in p and "'Your scores'" in p for p in found), found
     assert any("'Scores' is no longer in the source" in p for p in found), found
     path.write_text(text + "\n\ndef later(page, name):\n    return page.tr(name)\n")
@@ -196,7 +195,7 @@ def test_a_changed_english_readme_paragraph_fails_until_make_catalogs(repo, tmp_
     text = source.read_text(encoding="utf-8")
     source.write_text(text.replace("it does nothing, elsewhere", "it does nothing; elsewhere"))
     line = 1 + next(i for i, ln in enumerate(text.split("\n")) if "Every chapter is a" in ln)
-    found = catalog_problems.completeness_problems(ZH, readme.DOMAIN, repo)
+    found = audit.completeness_problems(ZH, readme.DOMAIN, repo)
     assert any(f"README.md, line {line}: not in locale/zh_CN" in p for p in found), found
     assert any("README.po" in p and "no longer in the source" in p for p in found), found
     assert readme.drift(ZH, repo)
@@ -207,10 +206,10 @@ def test_a_changed_english_readme_paragraph_fails_until_make_catalogs(repo, tmp_
     catalogs.write_readme_template(pot_dir, repo)
     catalogs.update(pot_dir, ZH, repo)
     assert readme.write(ZH, repo) and not readme.drift(ZH, repo)
-    found = catalog_problems.completeness_problems(ZH, readme.DOMAIN, repo)
+    found = audit.completeness_problems(ZH, readme.DOMAIN, repo)
     assert len(found) == 1 and f"README.md, line {line}: fuzzy" in found[0], found
     edit_entry(repo, readme.DOMAIN, "nothing; elsewhere", flags=[])
-    assert not catalog_problems.completeness_problems(ZH, readme.DOMAIN, repo)
+    assert not audit.completeness_problems(ZH, readme.DOMAIN, repo)
     assert readme.drift(ZH, repo)
     readme.write(ZH, repo)
     assert not readme.drift(ZH, repo)

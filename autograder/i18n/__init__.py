@@ -27,10 +27,9 @@ cells are shared by every language and never copied.
   part and its catalog;
 - :mod:`.review` checks that a translation keeps its message's markup and the term pairs.
 
-Elsewhere, because they read more than this package: :mod:`autograder.ui_messages` and
-:mod:`autograder.checks_catalog` read the messages of the tools, the diagrams and the checks,
-:mod:`autograder.catalogs` updates the catalogs from every message source (``make
-catalogs``) and :mod:`autograder.catalog_problems` checks them;
+Elsewhere, because they read more than this package: :mod:`autograder.catalogs` makes the
+templates from every message source (the tools, the diagrams, the checks), updates the
+catalogs (``make catalogs``) and checks them;
 :mod:`autograder.book.i18n_stage` translates a staged book and
 :mod:`autograder.book.i18n_extension` is the Sphinx extension of every build (switcher,
 translated downloads). This package imports only :mod:`autograder.notebooks` of the grader.

@@ -14,7 +14,7 @@ alone (no message source needed):
 And the two facts about a message that making the catalogs needs too: whether it has words
 to translate (:func:`needs_translation`) and the fields of a template
 (:func:`format_fields`, :data:`PLACEHOLDER`). Whether a catalog is complete and in step with
-the source is :mod:`autograder.catalog_problems`' (it reads the source).
+the source is :mod:`autograder.catalogs.audit`' (it reads the source).
 """
 
 from __future__ import annotations

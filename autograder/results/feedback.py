@@ -22,7 +22,7 @@ happened, the ``attention_graded`` table of :mod:`autograder.grading.ledger`).
   released the chapter in (the ``metadata.language`` of ``source/<chapter>/<chapter>.ipynb``,
   which ``Course(lang=...)`` and ``release --lang`` write): the ``course`` catalog
   translates every ``tr("...")`` of this module and of :mod:`autograder.grading.scores`
-  (:func:`autograder.ui_messages.tool_messages`). The course decides, not the file a
+  (:func:`autograder.catalogs.ui_messages.tool_messages`). The course decides, not the file a
   student handed in: a submission that could not be read has no language of its own, and
   every page of a class reads the same. English pages are the source, word for word.
   The student's notebook is shown as it is, and the checks' messages are in the

@@ -20,7 +20,7 @@ Each diagram is a function registered with ``@diagram(name, title, alt)``: it wr
 Languages. Every label with words goes through :func:`tr`, and so do the titles: English is
 the text written here; another language's comes from the gettext catalog ``figures``
 (``locale/<locale>/LC_MESSAGES/figures.po``), whose messages ``make catalogs`` reads out of
-this file (``autograder/ui_messages.py``: the literal argument of every ``tr`` call and the
+this file (``autograder/catalogs/ui_messages.py``: the literal argument of every ``tr`` call and the
 title of every ``@diagram``). Symbols and formulas (``q``, ``W_q``, ``(B, m, n)``,
 ``softmax(QKᵀ/√d) V``) are drawn as they are. The Chinese diagrams are written to
 ``book/figures/zh_CN/<name>.svg``, where the Chinese book finds them (Sphinx's

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from autograder import i18n
 from autograder import notebooks as nbs
+from autograder.catalogs.ui_messages import CourseMessage, string_constants
 from autograder.i18n.review import format_fields
-from autograder.ui_messages import CourseMessage, string_constants
 
 
 def _templates(path: Path) -> Iterator[tuple[str, int]]:

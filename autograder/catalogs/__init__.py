@@ -1,5 +1,11 @@
-"""``make catalogs``: the templates of every catalog, made from the source, and the catalogs
-updated from them.
+"""The translation catalogs: their templates, made from every message source, the catalogs
+updated from them (``make catalogs``), and what the tests hold them to.
+
+The package's modules: :mod:`.ui_messages` reads the tools', the theme's and the diagrams'
+messages; :mod:`.checks_messages` the self-checks' (and writes their run-time tables); this
+module makes the templates and updates the catalogs; :mod:`.audit` lists what is wrong with a
+catalog (what the tests reject). It sits above everything else of the grader but the command
+line, because its extractors read the course, the book and ``checks``.
 
 :func:`update` (with the CLI's ``catalogs`` command):
 
@@ -11,7 +17,7 @@ updated from them.
    Sphinx never extracts), and gives every message the place of its source
    (``book/masking.ipynb:70003`` is cell 7, line 3, as myst-nb counts); and writes the
    templates of the catalogs that are no page's (:data:`UI`: ``course``, ``sphinx``,
-   ``figures``, :mod:`.ui_messages`; ``checks``, :mod:`.checks_catalog`) and ``README``
+   ``figures``, :mod:`.ui_messages`; ``checks``, :mod:`.checks_messages`) and ``README``
    (README.md's student part, :mod:`autograder.i18n.readme`);
 3. ``sphinx-intl update`` merges the templates into ``locale/<locale>/LC_MESSAGES``: new
    messages come in untranslated, changed ones fuzzy with the old translation, removed
@@ -19,12 +25,12 @@ updated from them.
    sphinx-intl leaves as they were in a catalog whose messages did not change;
 4. a message with nothing to translate (a number, display math, only code) gets itself
    as its translation;
-5. the CLI then writes the checks' run-time tables (:func:`.checks_catalog.write_runtime`)
+5. the CLI then writes the checks' run-time tables (:func:`.checks_messages.write_runtime`)
    and ``README.<locale>.md`` from README.md and ``README.po``
    (:func:`autograder.i18n.readme.write`).
 
 :func:`source_messages` is what a template holds, and so what
-:func:`.catalog_problems.completeness_problems` holds a catalog to: the two cannot drift.
+:func:`.audit.completeness_problems` holds a catalog to: the two cannot drift.
 """
 
 from __future__ import annotations
@@ -33,8 +39,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder import checks_catalog, i18n, ui_messages
+from autograder import i18n
 from autograder import notebooks as nbs
+from autograder.catalogs import checks_messages, ui_messages
 from autograder.i18n import pages, readme
 from autograder.i18n.review import needs_translation
 
@@ -47,7 +54,7 @@ UI = {
     i18n.COURSE: ui_messages.course_messages,
     i18n.SPHINX: lambda root=None: ui_messages.theme_messages(),
     i18n.FIGURES: ui_messages.figure_messages,
-    i18n.CHECKS: checks_catalog.check_messages,
+    i18n.CHECKS: checks_messages.check_messages,
 }
 
 

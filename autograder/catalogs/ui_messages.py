@@ -13,7 +13,7 @@
 
 Each message is a :class:`CourseMessage`, with the file and line that say it and a note for
 the translator. The self-checks' messages (the catalog ``checks``) are
-:mod:`autograder.checks_catalog`'s; :mod:`autograder.catalogs` writes the templates.
+:mod:`autograder.catalogs.checks_messages`'s; :mod:`autograder.catalogs` writes the templates.
 """
 
 from __future__ import annotations
