@@ -1,12 +1,14 @@
 """End to end with nbgrader: every chapter released, then reference, blank and packed answers graded.
 
-Each chapter is graded as one batch, as an instructor would grade a class: the reference
+Each chapter's submissions are graded as an instructor would grade a class: the reference
 notebook, the untouched student notebook, the known-wrong implementations (tests/wrong) and
 the correct but unusual ones (tests/unusual), one per exercise and set of cells it must
 fail (``end_to_end``: the fast tier runs every one through its checks), pasted into the
 solution regions of the chapter notebook, and for the last chapter a submission in nbgrader's ``<student>/<chapter>/``
-layout and one that sends its own ``checks/`` package. A batch is graded when the first test
-of its chapter asks for it; a chapter whose grading fails fails its own tests, not the others'.
+layout and one that sends its own ``checks/`` package. The chapters are graded in groups of
+five (``GROUPS``), each group in one grading run, as an instructor grades several assignments
+at once; a group is graded when the first test of one of its chapters asks for it, and a group
+whose grading fails fails its own chapters' tests, not the others'.
 
 **Packing.** Each notebook costs a sandboxed kernel, so answers are packed: an exercise is
 graded on its own (its checks use their own helpers, never the notebook's other answers,
@@ -67,11 +69,16 @@ CHAPTERS = [c for c in nbs.chapter_names() if not ONLY or c in ONLY]
 LAYOUT_CHAPTER = CHAPTERS[-1]
 CASCADE_CHAPTER = "multi_head_attention"
 LANG_CHAPTER = "masking"
+# The chapters are graded in runs of GROUP chapters each, in order: a grading run's fixed
+# costs (its workers' start, about 5 s of CPU each, the course folder's copy, its records)
+# are paid once per group, not once per chapter.
+GROUP = 5
+GROUPS = [CHAPTERS[i : i + GROUP] for i in range(0, len(CHAPTERS), GROUP)]
 
 
 def by_chapter(values, chapter_of_value, ids):
-    """``values`` as pytest params in chapter order, so that each chapter's batch is graded
-    when its first test asks for it and read by the tests that follow."""
+    """``values`` as pytest params in chapter order, so that each group of chapters is graded
+    when the first test of its first chapter asks for it and read by the tests that follow."""
     order = {c: i for i, c in enumerate(CHAPTERS)}
     ordered = sorted(values, key=lambda v: order[chapter_of_value(v)])  # stable
     return [pytest.param(v, id=ids(v)) for v in ordered]
@@ -277,12 +284,12 @@ def student_checks_that_always_fail() -> str:
     return "raise RuntimeError('a student copy of checks/ was imported')\n"
 
 
-# ---------------------------------------------------------------- grading, one batch per chapter
+# ---------------------------------------------------------------- grading, one run per group
 
 
 @dataclass
 class Batch:
-    """A chapter's graded batch, read once: scores, test cells' outputs, problems."""
+    """A chapter's part of a grading run, read once: scores, test cells' outputs, problems."""
 
     chapter: str
     course: object
@@ -313,15 +320,11 @@ def _text(outputs) -> str:
     return "\n".join(parts)
 
 
-def grade_chapter(chapter: str, tmp: Path, released_copy) -> Batch:
-    course = released_copy(tmp / "course", CHAPTERS)  # released once per test run, then copied
-    subs = tmp / "submissions"
-    subs.mkdir()
+def submit(chapter: str, subs: Path, release: Path) -> list[str]:
+    """Write the chapter's submissions into ``subs``; their students, in order."""
     students = [f"reference_{chapter}", f"blank_{chapter}"]
     shutil.copy(nbs.notebook_path(chapter), subs / f"reference_{chapter}.ipynb")
-    shutil.copy(
-        course.root / "release" / chapter / f"{chapter}.ipynb", subs / f"blank_{chapter}.ipynb"
-    )
+    shutil.copy(release / chapter / f"{chapter}.ipynb", subs / f"blank_{chapter}.ipynb")
     for packed in (p for p in PACKED if p.chapter == chapter):
         nbformat.write(with_answers(chapter, packed.answers), subs / f"{packed.student}.ipynb")
         students.append(packed.student)
@@ -337,43 +340,57 @@ def grade_chapter(chapter: str, tmp: Path, released_copy) -> Batch:
         (cheater / "checks" / "__init__.py").write_text(student_checks_that_always_fail())
         shutil.copy(nbs.notebook_path(chapter), cheater / f"{chapter}.ipynb")
         students += ["layout_student", "cheater"]
+    return students
+
+
+def grade_batch(chapters: list[str], tmp: Path, released_copy) -> dict[str, Batch]:
+    """Grade ``chapters`` in one run; each chapter's :class:`Batch`, read back."""
+    course = released_copy(tmp / "course", CHAPTERS)  # released once per test run, then copied
+    subs = tmp / "submissions"
+    subs.mkdir()
+    students = {chapter: submit(chapter, subs, course.root / "release") for chapter in chapters}
     out = tmp / "grades.csv"
     assert course.grade(subs, None, out) == 0
-    batch = Batch(chapter, course, subs, out, students)
     with open(out.with_name("problems.csv"), newline="") as f:
-        batch.problems = {row["student_id"]: row["problem"] for row in csv.DictReader(f)}
+        problems = {row["student_id"]: row["problem"] for row in csv.DictReader(f)}
+    batches = {}
     with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
-        for student in students:
-            try:
-                submission = gb.find_submission(chapter, student)
-            except MissingEntry:
-                continue
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    batch.scores[student, grade.name] = (grade.score, grade.max_score)
-    for student in students:
-        path = course.root / "autograded" / student / chapter / f"{chapter}.ipynb"
-        if path.exists():
-            for cell in nbs.read(path).cells:
-                grade_id = nbs.nbgrader_meta(cell).get("grade_id")
-                if grade_id in exercises_of_cells(chapter):
-                    batch.outputs[student, grade_id] = _text(cell.get("outputs", []))
-    return batch
+        for chapter in chapters:
+            batch = batches[chapter] = Batch(chapter, course, subs, out, students[chapter])
+            batch.problems = {s: p for s, p in problems.items() if s in students[chapter]}
+            for student in students[chapter]:
+                try:
+                    submission = gb.find_submission(chapter, student)
+                except MissingEntry:
+                    continue
+                for notebook in submission.notebooks:
+                    for grade in notebook.grades:
+                        batch.scores[student, grade.name] = (grade.score, grade.max_score)
+    for chapter, batch in batches.items():
+        for student in batch.students:
+            path = course.root / "autograded" / student / chapter / f"{chapter}.ipynb"
+            if path.exists():
+                for cell in nbs.read(path).cells:
+                    grade_id = nbs.nbgrader_meta(cell).get("grade_id")
+                    if grade_id in exercises_of_cells(chapter):
+                        batch.outputs[student, grade_id] = _text(cell.get("outputs", []))
+    return batches
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, released_copy):
-    """``graded(chapter)``: the chapter's batch, graded the first time a test asks for it."""
+    """``graded(chapter)``: the chapter's batch, graded with its group (``GROUPS``) the first
+    time a test asks for one of the group's chapters."""
     batches: dict[str, Batch | Exception] = {}
 
     def get(chapter: str) -> Batch:
         if chapter not in batches:
+            group = next(g for g in GROUPS if chapter in g)
             try:
-                batches[chapter] = grade_chapter(
-                    chapter, tmp_path_factory.mktemp(f"autograde-{chapter}"), released_copy
-                )
-            except Exception as err:  # every test of the chapter reports it, none grades again
-                batches[chapter] = err
+                tmp = tmp_path_factory.mktemp(f"autograde-{group[0]}")
+                batches.update(grade_batch(group, tmp, released_copy))
+            except Exception as err:  # every test of the group reports it, none grades again
+                batches.update(dict.fromkeys(group, err))
                 raise
         result = batches[chapter]
         if isinstance(result, Exception):
