@@ -16,7 +16,7 @@ layers below it, never one above, and no two modules import each other, even ins
 function (``tests/test_imports.py`` reads the table below and enforces both; ``*`` stands
 for every chapter's module, ``checks/<chapter>.py`` and ``checks/hidden/<chapter>.py``)::
 
-    ground      _errors _i18n
+    ground      _errors _i18n _meta
     core        _quiz _crash _expect _mutation _core
     protocol    _wire _watch _serve _remote
     helpers     _contract _workbook
@@ -24,7 +24,8 @@ for every chapter's module, ``checks/<chapter>.py`` and ``checks/hidden/<chapter
     runner      _runner
     package     __init__
 
-- **ground**: the exceptions every layer raises and the checks' language;
+- **ground**: the exceptions every layer raises, the checks' language, and the meta device
+  without the compiler's import (:mod:`._meta`);
 - **core**: what every chapter uses: the questions' rules (what a self-check may say where
   it is graded), whose crash an exception is (:mod:`._crash`), the assertion helpers
   (:mod:`._expect`, and :mod:`._mutation` for changes in place) and the registry of the

@@ -21,6 +21,7 @@ from checks._crash import is_harness_file
 from checks._errors import CheckError, CrashInCodeUnderTest
 from checks._expect import shape_str
 from checks._i18n import tr
+from checks._meta import skip_dynamo_import
 
 # The watches active now, innermost last. A call that the grader makes in another process
 # (checks._remote) runs there inside the same watches, by NAME, and merges their report here.
@@ -106,6 +107,10 @@ class _DeviceWatch(_Watch):
     def __init__(self):
         super().__init__()
         self.data_read: tuple[str, BaseException] | None = None  # (op, the exception it raised)
+
+    def __enter__(self):
+        skip_dynamo_import()  # before the first meta kernel runs (checks/_meta.py)
+        return super().__enter__()
 
     def blames(self, err: BaseException) -> str | None:
         """The read of values on meta that raised ``err`` (or an exception in its chain)."""

@@ -91,7 +91,7 @@ def grade(job: dict) -> dict:
     # (then an error) would turn correct work into a failure. Wait as long as the cell may.
     cfg.Execute.iopub_timeout = cfg.Execute.timeout
     cfg.Execute.raise_on_iopub_timeout = False
-    # A kernel imports PyTorch before its first cell (autograder.sandbox.PRELOAD): about 8 s
+    # A kernel imports PyTorch before its first cell (autograder.sandbox.PRELOAD): about 3 s
     # of CPU, which a busy machine can stretch past nbclient's 60 s to start. Also a backstop.
     cfg.Execute.startup_timeout = max(60, cfg.Execute.timeout)
     # The parent reconciled the submission with the gradebook (autograder.grading.jobs.reconcile):
