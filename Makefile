@@ -170,7 +170,7 @@ check: install  ## the quick loop while you work: ruff, vulture, unit tests (dri
 
 nbval: install  ## nbval: the chapter notebooks run and reproduce their committed outputs
 	MPLBACKEND=module://matplotlib_inline.backend_inline \
-	  $(BIN)/pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+	  $(BIN)/pytest -p nbval --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	    -p no:cacheprovider -p no:xdist -o timeout=300 book/*.ipynb
 
 # Also part of `make test` (its slow tests run in test-slow): notebooks in a bare environment.

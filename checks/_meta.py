@@ -25,23 +25,23 @@ import types
 
 import torch
 
-_done = False
+# How many wrappers the first call filled; None until then.
+filled: int | None = None
 
 
 def skip_dynamo_import() -> int:
     """Fill the ``__dynamo_disable`` cache of every ``torch._disable_dynamo`` wrapper that
     exists with the function it wraps, once per process (about 0.1 s); how many it filled."""
-    global _done
-    if _done or "torch._dynamo" in sys.modules:
-        _done = True
+    global filled
+    if filled is not None or "torch._dynamo" in sys.modules:
+        filled = filled or 0
         return 0
-    _done = True
+    filled = 0
     try:
         code = torch._compile._disable_dynamo(lambda: None).__code__
         slot = code.co_freevars.index("fn")
     except (AttributeError, TypeError, ValueError):  # another PyTorch: leave it as it is
         return 0
-    filled = 0
     for obj in gc.get_objects():
         if type(obj) is types.FunctionType and obj.__code__ is code:
             wrapped = obj.__closure__[slot].cell_contents
