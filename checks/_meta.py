@@ -12,7 +12,9 @@ a graded notebook costs.
 :func:`skip_dynamo_import` fills that cache with the reference itself for every such wrapper
 that exists, so that a call runs the reference at once: what the call computes does not
 change (``torch._dynamo.disable`` only matters inside ``torch.compile``, which never traces
-into these references from the checks). A wrapper made later, or a PyTorch whose wrapper no
+into these references from the checks; a notebook that compiles a function after its checks
+ran gets the same results, checked with the ``eager`` and ``aot_eager`` backends on the CPU,
+2026-11-27). A wrapper made later, or a PyTorch whose wrapper no
 longer looks like this, just imports ``torch._dynamo`` on its first call, as before.
 ``tests/test_checks_meta.py`` fails when a meta check imports it again.
 """

@@ -50,7 +50,6 @@ LONGEST_FIRST = [
     "tests/test_workbooks.py",
     "tests/test_instructor.py",
     "tests/test_remote.py",
-    "tests/test_load.py",
 ]
 
 

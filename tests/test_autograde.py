@@ -10,6 +10,11 @@ five (``GROUPS``), each group in one grading run, as an instructor grades severa
 at once; a group is graded when the first test of one of its chapters asks for it, and a group
 whose grading fails fails its own chapters' tests, not the others'.
 
+**Load.** Every run grades on one core oversubscribed 3:1 (``tests/_load.py``: three grading
+jobs pinned to it): grades must not depend on the machine's load, so every reference must
+still earn every point with no problem reported, and every other notebook score what it
+declares.
+
 **Packing.** Each notebook costs a sandboxed kernel, so answers are packed: an exercise is
 graded on its own (its checks use their own helpers, never the notebook's other answers,
 and a question's test cell reads only its answer), so the *k*-th packed notebook of a chapter
@@ -48,6 +53,7 @@ import functools
 import json
 import os
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,7 +65,7 @@ from autograder import notebooks as nbs
 from autograder.course import COURSE_ID
 from autograder.grading.preprocessors import parse_test_cell
 from checks import _quiz
-from tests import unusual, wrong
+from tests import _load, unusual, wrong
 from tests.wrong import Wrong, exercise_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -350,7 +356,14 @@ def grade_batch(chapters: list[str], tmp: Path, released_copy) -> dict[str, Batc
     subs.mkdir()
     students = {chapter: submit(chapter, subs, course.root / "release") for chapter in chapters}
     out = tmp / "grades.csv"
-    assert course.grade(subs, None, out) == 0
+    total = sum(len(names) for names in students.values())
+    with _load.one_busy_core(course.root / "gradebook.db", total) as spinners:
+        start = time.monotonic()
+        assert course.grade(subs, None, out, jobs=_load.JOBS) == 0
+    print(
+        f"\n{total} notebooks of {', '.join(chapters)}: {_load.JOBS} jobs on one core "
+        f"({len(spinners)} spinning process(es) for the last ones), {time.monotonic() - start:.0f} s"
+    )
     with open(out.with_name("problems.csv"), newline="") as f:
         problems = {row["student_id"]: row["problem"] for row in csv.DictReader(f)}
     batches = {}
@@ -456,7 +469,9 @@ def test_a_packed_notebook_expects_the_union_of_its_declarations():
 
 @pytest.mark.parametrize("chapter", by_chapter(CHAPTERS, str, str))
 def test_reference_earns_full_marks_on_every_autograded_cell(graded, chapter):
-    """Does the reference solution score full marks on every test cell, hidden ones included?"""
+    """Graded on a core oversubscribed 3:1, does the reference solution score full marks on
+    every test cell, hidden ones included, with no problem (time-out, retry, interrupted cell)
+    reported?"""
     batch = graded(chapter)
     assert graded_cells(chapter)
     for grade_id in graded_cells(chapter):
