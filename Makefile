@@ -1,5 +1,5 @@
 # Attention, Step by Step: the one entry point.
-#   make check    the quick loop while you work (under 2 minutes)
+#   make check    the quick loop while you work (under a minute)
 #   make lock     regenerate the hashed locks after editing the dependencies in pyproject.toml
 #   make test     the whole suite, as CI runs it (installs everything, the browser included)
 #   make book     build the book into _build/html (EDITION=student: the edition without solutions;
@@ -161,12 +161,17 @@ unit: install  ## pytest: every test that needs neither an nbgrader run nor a bo
 smoke: install  ## one small grading run: reference, blank, wrong and tampering notebooks
 	$(BIN)/pytest -m smoke
 
+# The quick loop's tests, and the rest of the suite, which `make test` runs in test-slow: the
+# nbgrader runs (slow, and the smoke grading) and the sweeps, every case of a family the quick
+# loop proves once per chapter (tests/_sweep.py: every wrong and unusual answer, every check
+# group, through the proxy too, both languages). The two expressions are each other's
+# complement: every test runs in `make test` exactly once.
+QUICK := not slow and not smoke and not sweep
 # The drift check of solutions/ is one of the tests (tests/test_tooling.py), so it runs once.
-# The unit tests are spread over both cores (whole files per worker, one thread each): 3 CPU
-# minutes of tests in about half the wall time.
-check: install  ## the quick loop while you work: ruff, vulture, unit tests (drift included), one smoke grading
+# The quick tests are spread over both cores (whole files per worker, one thread each).
+check: install  ## the quick loop while you work: ruff, vulture, unit tests (drift included), one case per chapter of each sweep
 	$(MAKE) --no-print-directory lint
-	OMP_NUM_THREADS=1 $(BIN)/pytest -m "not slow" -n 2 --dist loadfile
+	OMP_NUM_THREADS=1 $(BIN)/pytest -m "$(QUICK)" -n 2 --dist loadfile
 
 nbval: install  ## nbval: the chapter notebooks run and reproduce their committed outputs
 	MPLBACKEND=module://matplotlib_inline.backend_inline \
@@ -179,8 +184,9 @@ launch-test: install  ## where chapters run: downloads and releases in a bare ve
 
 # The slow tests grade with nbgrader end to end; one file per process, on the two cores, the
 # longest files first (tests/conftest.py); the course is released once for all (tests/_shared.py).
+# With them: the smoke grading and the sweeps, the tests `make check` leaves out (QUICK).
 test-slow: install system
-	$(BIN)/pytest -m "slow and not book" -n 2 --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -m "not ($(QUICK)) and not book" -n 2 --dist loadfile --no-loadscope-reorder
 
 # Each chapter runs once: nbval proves its committed outputs, and both editions of the book
 # are built from those outputs (execute_notebooks is off in _config.yml); then the browser

@@ -13,6 +13,7 @@ from autograder import notebooks as nbs
 from autograder.catalogs import checks_messages
 from checks import CheckError, _i18n, _runner
 from checks._core import REGISTRY
+from tests._sweep import first_only, one_per
 from tests.wrong import load, reference
 
 ZH = "zh"
@@ -114,7 +115,7 @@ def _targets():
     return found[:4]
 
 
-@pytest.mark.parametrize("target", _targets())
+@pytest.mark.parametrize("target", one_per(_targets(), first_only, ids=str))
 def test_verdicts_do_not_depend_on_the_language(target):
     """The reference, a stub and three wrong answers: the same ✓ and ✗ in English and Chinese."""
 
@@ -277,7 +278,7 @@ def _questions():
     return questions.questions()
 
 
-@pytest.mark.parametrize("question", _questions(), ids=lambda q: q.grade_id)
+@pytest.mark.parametrize("question", one_per(_questions(), first_only, ids=lambda q: q.grade_id))
 def test_a_questions_verdicts_do_not_depend_on_the_language(question):
     """The key, each answer with a hint of its own, and a wrong one: the same verdict, visible
     and hidden, in English and in Chinese."""

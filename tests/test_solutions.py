@@ -11,6 +11,7 @@ import torch.nn.functional as F
 import checks
 from checks._core import REGISTRY
 from solutions import masking, pooling, textbook, utils
+from tests._sweep import chapter_of_group, one_per
 from tests.wrong import exercise_of, reference
 
 checks.groups()  # loads the hidden groups into the registry
@@ -18,7 +19,7 @@ ANSWERS = {"vector_sum_answer", "vector_sum_finding"}  # checks of a True/False 
 FUNCTION_GROUPS = sorted(g for g in REGISTRY if g not in ANSWERS)
 
 
-@pytest.mark.parametrize("group", FUNCTION_GROUPS)
+@pytest.mark.parametrize("group", one_per(FUNCTION_GROUPS, chapter_of_group, ids=str))
 def test_reference_passes_check_group(group, device):
     """Does the reference in solutions/ pass this check group?"""
     ref = reference(exercise_of(group))

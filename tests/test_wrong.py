@@ -11,6 +11,7 @@ import tests.wrong
 from autograder import notebooks as nbs
 from checks import CheckError
 from checks._core import REGISTRY
+from tests._sweep import chapter_of_answer, one_per
 from tests.wrong import answer_variable, exercise_of, is_quiz, load, reference, wrong
 
 WRONG = load()
@@ -77,7 +78,9 @@ def test_wrong_rejects_groups_without_messages():
         wrong("sequence_mask", {"sequence_mask": ""})
 
 
-@pytest.mark.parametrize("wrong", WRONG, ids=lambda w: f"{w.target}-{w.name}")
+@pytest.mark.parametrize(
+    "wrong", one_per(WRONG, chapter_of_answer, ids=lambda w: f"{w.target}-{w.name}")
+)
 def test_wrong_answer_fails_its_groups(wrong, device):
     """Does each group this wrong answer targets report it, with the message it declares?
 
@@ -108,7 +111,9 @@ def test_at_least_two_unusual_answers_per_graded_function():
     assert min(counts[t] for t in functions) >= 2, counts
 
 
-@pytest.mark.parametrize("answer", UNUSUAL, ids=lambda u: f"{u.target}-{u.name}")
+@pytest.mark.parametrize(
+    "answer", one_per(UNUSUAL, chapter_of_answer, ids=lambda u: f"{u.target}-{u.name}")
+)
 def test_unusual_answer_passes_every_group(answer, device):
     """Does a correct answer in another style pass every visible and hidden group of its exercise?"""
     groups = [g for g in REGISTRY if exercise_of(g) == answer.target]
