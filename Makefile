@@ -193,7 +193,8 @@ test-slow: install system
 # tests read them. In `make test` this stream runs beside the slow tier, which takes longer.
 # The Chinese book is built in its reader edition (about a minute of CPU), the one published
 # and the one the browser tests read; its student edition differs from it as the English one
-# does, which the English builds prove. `make check` checks the catalogs (tests/test_i18n.py).
+# does, which the English builds prove. `make check` checks the catalogs
+# (tests/catalogs/test_audit.py).
 test-notebooks: install system
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) --no-print-directory book

@@ -5,8 +5,9 @@ Run ``python -m autograder --help`` for the commands.
 Its packages, each with one responsibility (each one's docstring says what it owns and
 what it may import), and the modules beside them:
 
-- the ground, read by every package: :mod:`.config` (every limit and id, read from the
-  ``grading:`` block of ``_config.yml``), :mod:`.records` (the sentences the grader
+- the ground, read by every package: :mod:`.errors` (the one error a user can fix, which
+  only :mod:`.cli` turns into an exit status), :mod:`.config` (every limit and id, read from
+  the ``grading:`` block of ``_config.yml``), :mod:`.records` (the sentences the grader
   records), :mod:`.notebooks` (the book's notebooks and table of contents);
 - :mod:`.i18n`: languages, terms, the gettext catalogs' messages of every page and the
   review of a translation (its markup and terms);
@@ -28,7 +29,7 @@ layers below it, never one above, and no two modules import each other, even ins
 function; no two packages import each other either (``tests/test_imports.py`` reads the
 table below and enforces all three)::
 
-    ground      __init__ config records notebooks i18n.markdown grading grading.scores grading.tables grading.pool grading.formgrader book results gradescope
+    ground      __init__ errors config records notebooks i18n.markdown grading grading.scores grading.tables grading.pool grading.formgrader book results gradescope
     sources     i18n book.questions grading.collect sandbox.wrap sandbox.processes sandbox.kernel sandbox.watchdog sandbox book.execute book.export
     parts       book.launch grading.ledger grading.preprocessors grading.worker grading.jobs
     pages       i18n.pages i18n.readme i18n.review book.i18n_stage book.i18n_extension grading.batch

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
 from autograder.config import GRADESCOPE, LIMITS
+from autograder.errors import CourseError
 
 
 def _limit_flags(p: argparse.ArgumentParser, limits, note: str = "") -> None:
@@ -172,6 +174,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lang", default="zh", help="the catalogs' language (default: zh)")
 
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except CourseError as err:  # what the user can fix: its message, as SystemExit(message) says it
+        print(err, file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command ``args`` asks for; its exit status."""
     if args.command == "export":
         from autograder.book.export import export
 

@@ -37,6 +37,7 @@ import nbformat
 from autograder import notebooks as nbs
 from autograder.book import launch, questions
 from autograder.config import COURSE_ID, LIMITS, config_file, nbgrader_config
+from autograder.errors import CourseError
 from autograder.grading.ledger import venv_on_path
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
@@ -95,7 +96,7 @@ def without_password(db_url: str) -> str:
     if url.password is None:
         return db_url
     if os.environ.get("PGPASSWORD", url.password) != url.password:
-        raise SystemExit(
+        raise CourseError(
             "the --db URL and PGPASSWORD give two different passwords; give it once, "
             "in PGPASSWORD or ~/.pgpass"
         )
@@ -326,14 +327,14 @@ class Course:
             try:
                 folder.mkdir(parents=True, exist_ok=True)
             except OSError as err:
-                raise SystemExit(f"cannot write the results into {folder}: {err}") from err
+                raise CourseError(f"cannot write the results into {folder}: {err}") from err
         if sandbox:
             from autograder.sandbox import SandboxUnavailable, check_available
 
             try:
                 check_available()
             except SandboxUnavailable as err:
-                raise SystemExit(f"cannot grade in a sandbox: {err}") from err
+                raise CourseError(f"cannot grade in a sandbox: {err}") from err
         scratch = self.root / ".grading" / "collected"
         shutil.rmtree(scratch, ignore_errors=True)
         entries = collect.collect(Path(submissions), assignment, scratch)
@@ -347,7 +348,7 @@ class Course:
         collect.check_identities(entries)
         unknown = {s.chapter for s in entries if s.chapter} - set(nbs.chapter_names())
         if unknown:
-            raise SystemExit(f"unknown chapter(s): {', '.join(sorted(unknown))}")
+            raise CourseError(f"unknown chapter(s): {', '.join(sorted(unknown))}")
         self.write_config()
         chapters = sorted({s.chapter for s in entries if s.chapter})
         missing = [ch for ch in chapters if not (self.root / "release" / ch).is_dir()]

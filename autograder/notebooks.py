@@ -14,6 +14,8 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from autograder.errors import CourseError
+
 ROOT = Path(__file__).resolve().parent.parent
 SAVE_LINE = re.compile(r"^#\s?@save\s+(?P<module>[a-z_][a-z0-9_]*)\s*$")  # ruff writes "# @save"
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
@@ -89,7 +91,7 @@ def notebook_path(chapter: str, root: Path = ROOT) -> Path:
         if path.stem == chapter:
             return path
     known = ", ".join(chapter_names(root))
-    raise SystemExit(f"no chapter named {chapter!r}; the chapters are: {known}")
+    raise CourseError(f"no chapter named {chapter!r}; the chapters are: {known}")
 
 
 def read(path: Path) -> nbformat.NotebookNode:

@@ -32,6 +32,14 @@ def device(request) -> torch.device:
     return request.param
 
 
+@pytest.fixture
+def repo(tmp_path):
+    """A copy of what the catalogs' checks read (tests/i18n: ``copy_sources``), to break."""
+    from tests.i18n import copy_sources
+
+    return copy_sources(tmp_path)
+
+
 # ---------------------------------------------------------------- spreading the slow tier
 
 # `make test-slow` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`: each file goes

@@ -365,7 +365,7 @@ PAGE_WAIT_MS = 300_000  # the longest any wait on a page may take (see Visit)
 class Visit:
     """A page opened in a fresh context, with every request, failure and console error."""
 
-    def __init__(self, browser, server, path, viewport=DESKTOP, idle=True):
+    def __init__(self, browser, server, path, viewport=DESKTOP):
         self.server, self.requests, self.failures, self.errors = server, [], [], []
         self.context = browser.new_context(viewport=viewport)
         self.page = page = self.context.new_page()
@@ -383,11 +383,11 @@ class Visit:
         page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         page.on("pageerror", lambda e: self.errors.append(str(e)))
         page.goto(f"{server}/{path}", wait_until="load")  # the page and its images
-        if idle:  # and what its scripts do after: MathJax's typesetting, the fonts it loads
-            # (not Playwright's "networkidle": on a quiet machine, a fresh-clone run once saw
-            # a page never go 500 ms without a request open, for 300 s)
-            _typeset(page)
-            page.evaluate("() => document.fonts.ready.then(() => true)")
+        # and what its scripts do after: MathJax's typesetting, the fonts it loads (not
+        # Playwright's "networkidle": on a quiet machine, a fresh-clone run once saw a page
+        # never go 500 ms without a request open, for 300 s)
+        _typeset(page)
+        page.evaluate("() => document.fonts.ready.then(() => true)")
 
     def assert_clean(self):
         here = urlsplit(self.server).netloc
@@ -446,7 +446,7 @@ SCROLLING_INLINE_MATH_JS = """() => [...document.querySelectorAll('mjx-container
 def test_page_in_chromium(name, visit):
     """Does the page load offline with no errors, typeset its math, fit every display equation
     in the text column (eq. 6.2 once lost its upper limit past the edge), keep every inline
-    formula inside its box (no scrollbar under it), and load every figure?"""
+    formula inside its box (no scrollbar under it), and load every figure and fit it?"""
     v = visit(f"{name}.html")
     page = v.page
     if _typeset(page):
@@ -472,6 +472,7 @@ def test_page_in_chromium(name, visit):
     v.assert_clean()
     assert all(i["ok"] for i in images), [i["src"] for i in images if not i["ok"]]
     assert not [i for i in images if _missing_alt(i)], [i["src"] for i in images if _missing_alt(i)]
+    assert_figures_fit(page, name, DESKTOP)
 
 
 def test_solution_toggle_opens_and_closes(visit):
@@ -623,6 +624,8 @@ CLIPPED_JS = """() => {
 # Every visible image of the article: its box, its natural size, the width of the box it sits
 # in, and the width the page means it to have (the width a high-DPI figure carries in its
 # attributes or inline style; else its natural width).
+# Every figure of the article, as drawn: its box, its natural size, the width the page means it
+# to have and the width of the column it sits in.
 IMAGES_JS = """() => [...document.querySelectorAll('article.bd-article img')]
   .filter(i => i.getBoundingClientRect().width > 0)
   .map(i => {
@@ -638,12 +641,35 @@ IMAGES_JS = """() => [...document.querySelectorAll('article.bd-article img')]
   })"""
 
 
+def assert_figures_fit(page, name: str, viewport: dict) -> None:
+    """Is every figure of the page inside the column, in proportion, no larger than the page
+    means it to be and no smaller than it must be? A chapter page must have figures to measure
+    (so that a selector that finds none fails, not passes). Each page test asks it of the page
+    it has loaded, at its own width: the phone's and the desktop's."""
+    figures, bad = page.evaluate(IMAGES_JS), []
+    if name in CHAPTERS:
+        assert figures, f"{name}: no figure measured"
+    for i in figures:
+        where = f"{name}: {i['src']}"
+        ratio, natural = i["height"] / i["width"], i["naturalHeight"] / i["naturalWidth"]
+        if abs(ratio - natural) > 0.02 * natural:
+            bad.append(f"{where} drawn {i['width']:.0f}x{i['height']:.0f}, out of proportion")
+        if i["left"] < -1 or i["right"] > viewport["width"] + 1:
+            bad.append(f"{where} spans {i['left']:.0f}..{i['right']:.0f}, off the page")
+        if i["width"] > i["intended"] + 1:
+            bad.append(f"{where} drawn {i['width']:.0f} px wide, meant {i['intended']:.0f}")
+        if i["width"] < min(i["intended"], i["column"]) - 2:
+            bad.append(f"{where} drawn {i['width']:.0f} px wide in a {i['column']:.0f} px column")
+    assert not bad, "\n".join(bad)
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_nothing_is_cut_off_at_phone_width(name, visit):
-    """At 390 px, does the page never scroll sideways, and can every table, code block and
-    output be read in full (scrolling inside its own box if it is wide)?"""
+    """At 390 px, does the page never scroll sideways, can every table, code block and output
+    be read in full (scrolling inside its own box if it is wide), and does every figure fit?"""
     v = visit(f"{name}.html", viewport=PHONE)
     _typeset(v.page)
+    assert_figures_fit(v.page, name, PHONE)
     result = v.page.evaluate(CLIPPED_JS)
     assert result["width"] <= PHONE["width"], result["width"]
     assert result["scrollWidth"] <= result["width"], (
@@ -667,33 +693,6 @@ def test_wide_tables_scroll_at_phone_width(visit):
     assert r is not None and r["x"] >= 0 and r["x"] + r["width"] <= PHONE["width"] + 1, r
     overflow = box.evaluate("b => b && getComputedStyle(b).overflowX")
     assert overflow in ("auto", "scroll"), f"the table's box does not scroll sideways: {overflow}"
-
-
-@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
-def test_figures_fit_and_keep_their_proportions(viewport, visit):
-    """On a phone and on a desktop, is every figure of every chapter inside the column, in
-    proportion, no larger than the page means it to be and no smaller than it must be?"""
-    checked, bad = 0, []
-    for name in CHAPTERS:
-        # Images are loaded at "load"; beside the slow tier, one of thirteen pages once took
-        # over 120 s more to go network-idle, which the figures' sizes do not need.
-        v = visit(f"{name}.html", viewport=viewport, idle=False)
-        for i in v.page.evaluate(IMAGES_JS):
-            checked += 1
-            where = f"{name}: {i['src']}"
-            ratio, natural = i["height"] / i["width"], i["naturalHeight"] / i["naturalWidth"]
-            if abs(ratio - natural) > 0.02 * natural:
-                bad.append(f"{where} drawn {i['width']:.0f}x{i['height']:.0f}, out of proportion")
-            if i["left"] < -1 or i["right"] > viewport["width"] + 1:
-                bad.append(f"{where} spans {i['left']:.0f}..{i['right']:.0f}, off the page")
-            if i["width"] > i["intended"] + 1:
-                bad.append(f"{where} drawn {i['width']:.0f} px wide, meant {i['intended']:.0f}")
-            if i["width"] < min(i["intended"], i["column"]) - 2:
-                bad.append(
-                    f"{where} drawn {i['width']:.0f} px wide in a {i['column']:.0f} px column"
-                )
-    assert checked > 20, f"only {checked} figures found"
-    assert not bad, "\n".join(bad)
 
 
 # ---------------------------------------------------------------- the Chinese edition

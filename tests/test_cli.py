@@ -88,3 +88,51 @@ def test_gitignore_covers_what_commands_leave_behind():
         text=True,
     )
     assert sorted(result.stdout.split()) == sorted(names)
+
+
+def test_a_problem_the_user_can_fix_is_one_message_and_status_1(tmp_path, capsys):
+    """An unknown chapter, an output folder that cannot be made: the library raises CourseError,
+    and the command line
+    alone turns it into its message on stderr (no traceback) and exit status 1."""
+    assert cli.main(["release", "no_such_chapter", "--course-dir", str(tmp_path / "c")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("no chapter named 'no_such_chapter'; the chapters are: "), err
+    assert "masking" in err
+    assert "Traceback" not in err
+    (tmp_path / "a-file").write_text("")
+    output = tmp_path / "a-file" / "grades.csv"  # its folder cannot be made
+    argv = ["grade", str(tmp_path), "--course-dir", str(tmp_path / "c"), "--output", str(output)]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"cannot write the results into {output.parent}: "), err
+    assert "Traceback" not in err
+
+
+def test_library_code_never_exits():
+    """Only the command line decides an exit status: no module of autograder/ raises SystemExit
+    or calls sys.exit outside an entry point (``__main__.py``, ``if __name__ == "__main__"``);
+    a typed error, autograder.errors.CourseError, says what went wrong."""
+    import ast
+
+    def entry_point(node) -> bool:  # `if __name__ == "__main__":`, a script's own exit
+        test = node.test if isinstance(node, ast.If) else None
+        return isinstance(test, ast.Compare) and getattr(test.left, "id", "") == "__name__"
+
+    offenders = []
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        if path.name == "__main__.py":
+            continue
+        tree = ast.parse(path.read_text())
+        tree.body = [n for n in tree.body if not entry_point(n)]
+        for node in ast.walk(tree):
+            name = ""
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                name = getattr(target, "id", "")
+            elif isinstance(node, ast.Call):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr == "exit":
+                    name = f"{getattr(func.value, 'id', '')}.exit"
+            if name in ("SystemExit", "sys.exit"):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert not offenders, offenders

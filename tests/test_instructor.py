@@ -20,6 +20,7 @@ from nbgrader.api import Gradebook
 
 from autograder import notebooks as nbs
 from autograder.course import COURSE_ID, Course
+from autograder.errors import CourseError
 from autograder.grading import batch, jobs
 from tests.hostile import (
     AUTO_POINTS,
@@ -272,7 +273,7 @@ def test_a_gradebook_password_never_lands_in_the_course_folder(tmp_path, monkeyp
     assert PG_SECRET not in config and PG_SECRET not in course.db_url
     assert "postgresql+psycopg://grader@db.example/gb" in config
     assert os.environ["PGPASSWORD"] == PG_SECRET
-    with pytest.raises(SystemExit, match="two different passwords"):
+    with pytest.raises(CourseError, match="two different passwords"):
         Course(tmp_path, db_url="postgresql+psycopg://grader:other@db.example/gb")
 
 

@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -244,34 +245,63 @@ def no_key_problems(folder: Path) -> list[str]:
     return found
 
 
+# One interpreter imports torch, then forks a child per released folder; the child puts that
+# folder first on its path, as `python -c` run in it would, and imports the folder's checks:
+# each folder's checks run alone, and torch is imported once, not once per chapter.
 RELEASED_CHECKS = """\
-import json, sys
-import checks
-from checks import CheckError, _quiz, _runner
-out = {}
-for group, values in json.loads(sys.argv[1]).items():
-    lines = []
-    for value in values:
+import json, os, sys, traceback
+import torch  # before any folder is on the path
+said = {}
+for folder, groups in json.loads(sys.argv[1]).items():
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        status = 0
         try:
-            _runner._run(group, lambda: value, ["cpu"], True, lines.append)
-        except CheckError as err:
-            lines.append("ERROR " + str(err))
-    out[group] = lines
-print(json.dumps({"out": out, "checks": checks.__file__, "answers": _quiz.answers() is not None}))
+            os.chdir(folder)
+            sys.path.insert(0, folder)
+            import checks
+            from checks import CheckError, _quiz, _runner
+            out = {}
+            for group, values in groups.items():
+                lines = []
+                for value in values:
+                    try:
+                        _runner._run(group, lambda: value, ["cpu"], True, lines.append)
+                    except CheckError as err:
+                        lines.append("ERROR " + str(err))
+                out[group] = lines
+            text = json.dumps({"out": out, "checks": checks.__file__, "answers": _quiz.answers() is not None})
+        except BaseException:
+            text, status = json.dumps({"error": traceback.format_exc()}), 1
+        with os.fdopen(write, "w") as f:
+            f.write(text)
+        os._exit(status)
+    os.close(write)
+    with os.fdopen(read) as f:
+        said[folder] = json.loads(f.read())
+    os.waitpid(pid, 0)
+print(json.dumps(said))
 """
 
 
-def released_checks_say(folder: Path, values: dict) -> dict:
-    """Run visible groups with the checks of a released folder, in a process of their own that
-    sees only that folder (no PYTHONPATH, no repository)."""
+def released_checks_say(values: dict[Path, dict]) -> dict[Path, dict]:
+    """Run visible groups with the checks of each released folder (``values``: folder -> group
+    -> values), each folder in a process of its own that sees only that folder (no PYTHONPATH,
+    no repository): what each folder's checks printed."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", _quiz.GRADED_ENV)}
     env.pop(_quiz.GRADER_ENV, None)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the folder is the shared release: read, never write
-    result = subprocess.run(
-        [sys.executable, "-c", RELEASED_CHECKS, json.dumps(values)],
-        cwd=folder, env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # the folders are the shared release: read, never write
+    with tempfile.TemporaryDirectory() as neutral:  # no folder of the tree is the cwd
+        result = subprocess.run(
+            [sys.executable, "-c", RELEASED_CHECKS, json.dumps({str(f): v for f, v in values.items()})],
+            cwd=neutral, env=env, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    said = json.loads(result.stdout.strip().splitlines()[-1])
+    errors = {f: s["error"] for f, s in said.items() if "error" in s}
+    assert not errors, errors
+    return {Path(f): s for f, s in said.items()}
 
 
 @pytest.mark.slow
@@ -282,21 +312,22 @@ def test_a_release_holds_no_key(released):
     as for a wrong answer? (The release is the one the slow tier makes once: tests/_shared.py.)"""
     folders = sorted((released() / "release").iterdir())
     assert sorted(f.name for f in folders) == sorted(nbs.chapter_names())
-    found = []
+    found, values = [], {}
     for folder in folders:
         found += no_key_problems(folder)
-        chapter = folder.name
-        asked = [q for q in QUESTIONS if q.chapter == chapter]
-        values = {}
-        for q in asked:
+        values[folder] = {}
+        for q in (q for q in QUESTIONS if q.chapter == folder.name):
             wrong = next(v for v in candidates(q) if well_formed(q, v) and not hidden_passes(q, v))
-            values[group_of(q)] = [q.key, wrong]
-        said = released_checks_say(folder, values)
+            values[folder][group_of(q)] = [q.key, wrong]
+    said_by = released_checks_say(values)
+    assert sorted(said_by) == folders
+    strip = re.compile(r"recorded: .* \(")
+    for folder, said in said_by.items():
         assert said["checks"].startswith(str(folder)) and not said["answers"], said
+        assert said["out"].keys() == values[folder].keys(), folder.name
         for right, wrong in said["out"].values():
-            assert "✓" not in right + wrong and "recorded" in right, (chapter, right)
-            strip = re.compile(r"recorded: .* \(")
-            assert strip.sub("", right) == strip.sub("", wrong), (chapter, right, wrong)
+            assert "✓" not in right + wrong and "recorded" in right, (folder.name, right)
+            assert strip.sub("", right) == strip.sub("", wrong), (folder.name, right, wrong)
     assert not found, "\n".join(found[:40])
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tomllib
 from importlib import metadata
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -22,6 +23,8 @@ from autograder.book import export, questions
 from autograder.book.editions import OUTPUTS_NOTE, stage_book
 from tests import lockfile
 from tests.skips import SkipAudit
+
+ROOT = nbs.ROOT
 
 
 def test_committed_solutions_match_the_notebooks():
@@ -434,3 +437,96 @@ def test_the_skip_audit_fails_a_run_on_a_skip_it_does_not_expect(tmp_path, ci, r
     assert "test_without_reason: '': a skip must name its reason" in out
     assert ("test_unexpected: 'no PostgreSQL server': not expected in CI" in out) == ci, out
     assert "test_expected: 'no MPS device here'" not in out.split("skips that fail the run")[1]
+
+
+# ---------------------------------------------------------------- tests/ follows the code
+
+# The modules whose tests are not (or not only) in their mirror test module, where they are, and
+# why. A module with neither fails test_every_module_has_its_test_module; a module listed here
+# that gets its mirror module must leave this table (the test says so).
+TESTED_ELSEWHERE = {
+    "autograder/__init__.py": ("tests/test_imports.py", "its docstring's layer table"),
+    "autograder/__main__.py": ("tests/test_cli.py", "two lines that run cli.main"),
+    "autograder/i18n/__init__.py": (
+        "tests/catalogs/test_audit.py",
+        "the languages and catalogs' paths, read by every check of a translation",
+    ),
+    "autograder/errors.py": ("tests/test_cli.py", "the one error the command line reports"),
+    "autograder/book/launch.py": (
+        "tests/test_launch.py",
+        "the setup cell and the launch links, proven where chapters run",
+    ),
+    "autograder/book/editions.py": (
+        "tests/test_workbooks.py",
+        "the editions are proven on the forms they stage (and, built, in tests/test_book.py)",
+    ),
+    "autograder/book/export.py": ("tests/test_tooling.py", "the drift check of solutions/"),
+    "autograder/book/questions.py": ("tests/test_quiz.py", "the questions and their feedback"),
+    "autograder/catalogs/checks_messages.py": (
+        "tests/test_checks_i18n.py",
+        "the checks' messages, proven in both languages",
+    ),
+    "autograder/course.py": ("tests/test_instructor.py", "the instructor's commands, end to end"),
+    "autograder/grading/worker.py": (
+        "tests/test_instructor.py",
+        "a process of its own: its limits and its stop, proven on real batches",
+    ),
+    "autograder/sandbox/wrap.py": ("tests/sandbox/test_kernel.py", "the sandbox a kernel runs in"),
+    "checks/_errors.py": (
+        "tests/test_remote.py",
+        "the errors a check reports, as they cross the protocol",
+    ),
+    "checks/_quiz.py": ("tests/test_quiz.py", "the questions' checks"),
+    "checks/_remote.py": ("tests/test_remote.py", "the grader's side of the protocol"),
+    "checks/_serve.py": ("tests/test_remote.py", "the kernel's side of the protocol"),
+    "checks/_watch.py": ("tests/test_checks_meta.py", "the device watch, on the meta device"),
+    "checks/_wire.py": ("tests/test_wire.py", "the codec of the protocol"),
+    "checks/_workbook.py": ("tests/test_workbooks.py", "the self-checks of the workbooks"),
+}
+
+
+def mirror_of(module: Path) -> Path | None:
+    """The test module of a module, as tests/ mirrors the code: ``autograder/<pkg>/<m>.py`` in
+    ``tests/<pkg>/test_<m>.py`` (a package's own code, ``tests/<pkg>/test_<pkg>.py``),
+    ``autograder/<m>.py`` in ``tests/test_<m>.py``, ``checks/_<m>.py`` in
+    ``tests/test_checks_<m>.py``; None for a chapter's checks and solutions, which the sweeps
+    prove (every known-wrong and unusual answer, every reference: tests/test_wrong.py,
+    tests/test_solutions.py)."""
+    parts = module.relative_to(ROOT).with_suffix("").parts
+    if parts[0] == "autograder":
+        *folders, name = parts[1:]
+        name = folders[-1] if name == "__init__" and folders else name
+        return ROOT.joinpath("tests", *folders, f"test_{name}.py")
+    if parts[0] == "checks" and len(parts) == 2 and parts[1].startswith("_"):
+        return ROOT / "tests" / f"test_checks{parts[1]}.py" if parts[1] != "__init__" else None
+    return None
+
+
+def test_every_module_has_its_test_module():
+    """Does every module of autograder/ and checks/ with code in it have its test module where
+    tests/ mirrors the code, or a line in TESTED_ELSEWHERE that names the test module that proves
+    it (one that imports it) and why; and does no line of that table stay once the mirror
+    module exists?"""
+    missing, stale, wrong = [], [], []
+    for package in ("autograder", "checks"):
+        for module in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(module.read_text())
+            if not any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in tree.body):
+                if module.name != "__main__.py":
+                    continue  # a docstring, constants or re-exports: nothing to test
+            rel = str(module.relative_to(ROOT))
+            mirror = mirror_of(module)
+            has_mirror = mirror is not None and mirror.exists()
+            if rel in TESTED_ELSEWHERE:
+                where, _ = TESTED_ELSEWHERE[rel]
+                name = module.stem if module.stem != "__init__" else module.parent.name
+                text = (ROOT / where).read_text() if (ROOT / where).exists() else ""
+                if has_mirror:
+                    stale.append(f"{rel}: {mirror.relative_to(ROOT)} exists now")
+                elif name.lstrip("_") not in text:
+                    wrong.append(f"{rel}: {where} does not use it")
+            elif mirror is not None and not has_mirror:
+                missing.append(f"{rel}: no {mirror.relative_to(ROOT)}")
+    assert not missing, "modules without a test module:\n" + "\n".join(missing)
+    assert not stale, "lines of TESTED_ELSEWHERE to remove:\n" + "\n".join(stale)
+    assert not wrong, "\n".join(wrong)

@@ -41,6 +41,8 @@ def normalize(nb: nbformat.NotebookNode) -> None:
 
 
 def execute(paths: list[Path] | None = None, timeout: int = BOOK_CELL_TIMEOUT) -> None:
+    """Run each notebook of ``paths`` (default: every chapter) top to bottom in a fresh kernel,
+    in its own folder, and write it back with its outputs, normalized (:func:`normalize`)."""
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(nbs.ROOT), os.environ.get("PYTHONPATH", "")) if p
     )
@@ -58,4 +60,5 @@ def execute(paths: list[Path] | None = None, timeout: int = BOOK_CELL_TIMEOUT) -
         ).execute()
         normalize(nb)
         nbformat.write(nb, path)
-        print(f"executed {path.relative_to(nbs.ROOT)} in {time.perf_counter() - start:.1f} s")
+        shown = path.relative_to(nbs.ROOT) if path.is_relative_to(nbs.ROOT) else path
+        print(f"executed {shown} in {time.perf_counter() - start:.1f} s")

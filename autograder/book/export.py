@@ -19,6 +19,7 @@ from pathlib import Path
 
 from autograder import notebooks as nbs
 from autograder.book import questions
+from autograder.errors import CourseError
 
 HEADER = '''"""{title}
 
@@ -78,7 +79,7 @@ def ruff_format(text: str, filename: str) -> str:
         cwd=nbs.ROOT,
     )
     if result.returncode != 0:
-        raise SystemExit(f"ruff could not format {filename}:\n{result.stderr}")
+        raise CourseError(f"ruff could not format {filename}:\n{result.stderr}")
     return result.stdout
 
 
@@ -92,7 +93,7 @@ def collect(root: Path = nbs.ROOT) -> dict[str, tuple[str, list[str]]]:
                 continue
             chapter, cells = modules.setdefault(module, (path.stem, []))
             if chapter != path.stem:
-                raise SystemExit(
+                raise CourseError(
                     f"module {module!r} is saved from both {chapter} and {path.stem}; "
                     "a module must come from one chapter"
                 )

@@ -44,6 +44,7 @@ import sys
 from dataclasses import dataclass
 
 from autograder.config import LIMITS
+from autograder.errors import CourseError
 from autograder.grading.collect import Submission
 from autograder.grading.jobs import (
     _job_root,
@@ -83,7 +84,7 @@ def parse_shard(text: str | None) -> tuple[int, int]:
         return (1, 1)
     match = re.fullmatch(r"(\d+)/(\d+)", text)
     if not match or not 1 <= int(match[1]) <= int(match[2]):
-        raise SystemExit(f"--shard must look like i/n with 1 <= i <= n, got {text!r}")
+        raise CourseError(f"--shard must look like i/n with 1 <= i <= n, got {text!r}")
     return int(match[1]), int(match[2])
 
 

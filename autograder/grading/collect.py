@@ -43,6 +43,7 @@ from pathlib import Path
 
 from autograder import notebooks as nbs
 from autograder import records
+from autograder.errors import CourseError
 
 EXCHANGE_DIR = re.compile(
     r"^(?P<student>[^+]+)\+(?P<assignment>[^+]+)\+(?P<timestamp>[^+]+)(\+.*)?$"
@@ -70,7 +71,7 @@ class Submission:
     file_time: str | None = None
 
 
-class IdentityError(SystemExit):
+class IdentityError(CourseError):
     """Two different submitted names map to one student id, or one student twice."""
 
 
@@ -350,9 +351,9 @@ def collect(source: Path, assignment: str | None, scratch: Path) -> list[Submiss
         try:
             source = _unwrap(extract(source, scratch / "download", CLASS_ZIP))
         except (zipfile.BadZipFile, ZipRefused) as err:
-            raise SystemExit(f"cannot unpack {source}: {err}") from err
+            raise CourseError(f"cannot unpack {source}: {err}") from err
     if not source.is_dir():
-        raise SystemExit(f"{source} is not a folder (or zip) of submissions")
+        raise CourseError(f"{source} is not a folder (or zip) of submissions")
     inbound = next((p for p in [source / "inbound", *source.glob("*/inbound")] if p.is_dir()), None)
     if inbound is not None:
         return _collect_exchange(inbound, assignment)

@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from autograder.course import COURSE_ID, Course
+from autograder.errors import CourseError
 from autograder.grading import collect, tables
 from tests.hostile import AUTO_POINTS, CHAPTER, reference
 
@@ -200,7 +201,7 @@ def test_zip_caps_on_total_size_and_file_count(tmp_path):
 def test_a_class_zip_bomb_stops_the_run_with_a_message(tmp_path):
     """A class download that is a bomb: a clear refusal, not 500 MiB on the disk."""
     bomb = _zip(tmp_path / "class.zip", {"Class/ada.ipynb": b"0" * (20 * 2**20)})
-    with pytest.raises(SystemExit, match="cannot unpack .*zip bomb"):
+    with pytest.raises(CourseError, match="cannot unpack .*zip bomb"):
         collect.collect(bomb, CHAPTER, tmp_path / "s")
 
 

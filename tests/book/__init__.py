@@ -1,0 +1,1 @@
+"""Tests of ``autograder.book``, one module per module."""

@@ -1,0 +1,1 @@
+"""Tests of ``autograder.catalogs``, one module per module."""
