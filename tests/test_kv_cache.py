@@ -10,7 +10,6 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.nn.attention.bias import causal_lower_right
 
 from checks._contract import on_meta
 from solutions.kv_cache import (
@@ -143,6 +142,10 @@ def test_the_step_equals_fused_attention_with_a_bottom_right_mask(device, n, t):
     output, (keys, values) = attend_with_cache(q, k, v, cache)
     all_k = k if cache is None else torch.cat([cache[0], k], dim=2)
     all_v = v if cache is None else torch.cat([cache[1], v], dim=2)
+    # Imported here: torch.nn.attention.bias imports torch's compiler (about 2 s of CPU), which
+    # every pytest process would pay at collection.
+    from torch.nn.attention.bias import causal_lower_right
+
     expected = F.scaled_dot_product_attention(
         q, all_k, all_v, attn_mask=causal_lower_right(t, n + t)
     )
