@@ -2,7 +2,7 @@
 
 A sweep proves a rule case by case: every known-wrong answer fails, every unusual answer and
 every check group passes, through the proxy too, in both languages. ``make check`` (the quick
-loop, under a minute) deselects the marker ``sweep``; ``make test`` runs every case (in
+loop, about a minute) deselects the marker ``sweep``; ``make test`` runs every case (in
 ``test-slow``), and so does pytest run by hand on a file. :func:`one_per` leaves the first case
 of each key (a chapter, mostly) unmarked, so the quick loop still proves each chapter once.
 """

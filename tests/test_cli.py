@@ -90,10 +90,20 @@ def test_gitignore_covers_what_commands_leave_behind():
     assert sorted(result.stdout.split()) == sorted(names)
 
 
+def test_python_m_autograder_is_the_command_line(tmp_path):
+    """Does ``python -m autograder`` (what the Makefile runs) run cli.main, with its status?"""
+    run = [sys.executable, "-m", "autograder"]
+    result = subprocess.run([*run, "--help"], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0 and "usage: attention-course" in result.stdout
+    argv = [*run, "release", "no_such_chapter", "--course-dir", str(tmp_path / "c")]
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 1 and result.stderr.startswith("no chapter named 'no_such_chapter'")
+
+
 def test_a_problem_the_user_can_fix_is_one_message_and_status_1(tmp_path, capsys):
     """An unknown chapter, an output folder that cannot be made: the library raises CourseError,
-    and the command line
-    alone turns it into its message on stderr (no traceback) and exit status 1."""
+    and the command line alone turns it into its message on stderr (no traceback) and exit
+    status 1."""
     assert cli.main(["release", "no_such_chapter", "--course-dir", str(tmp_path / "c")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("no chapter named 'no_such_chapter'; the chapters are: "), err

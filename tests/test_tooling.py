@@ -446,7 +446,7 @@ def test_the_skip_audit_fails_a_run_on_a_skip_it_does_not_expect(tmp_path, ci, r
 # that gets its mirror module must leave this table (the test says so).
 TESTED_ELSEWHERE = {
     "autograder/__init__.py": ("tests/test_imports.py", "its docstring's layer table"),
-    "autograder/__main__.py": ("tests/test_cli.py", "two lines that run cli.main"),
+    "autograder/__main__.py": ("tests/test_cli.py", "two lines that run cli.main: `-m autograder`"),
     "autograder/i18n/__init__.py": (
         "tests/catalogs/test_audit.py",
         "the languages and catalogs' paths, read by every check of a translation",
@@ -467,11 +467,6 @@ TESTED_ELSEWHERE = {
         "the checks' messages, proven in both languages",
     ),
     "autograder/course.py": ("tests/test_instructor.py", "the instructor's commands, end to end"),
-    "autograder/grading/worker.py": (
-        "tests/test_instructor.py",
-        "a process of its own: its limits and its stop, proven on real batches",
-    ),
-    "autograder/sandbox/wrap.py": ("tests/sandbox/test_kernel.py", "the sandbox a kernel runs in"),
     "checks/_errors.py": (
         "tests/test_remote.py",
         "the errors a check reports, as they cross the protocol",
@@ -497,9 +492,25 @@ def mirror_of(module: Path) -> Path | None:
         *folders, name = parts[1:]
         name = folders[-1] if name == "__init__" and folders else name
         return ROOT.joinpath("tests", *folders, f"test_{name}.py")
-    if parts[0] == "checks" and len(parts) == 2 and parts[1].startswith("_"):
-        return ROOT / "tests" / f"test_checks{parts[1]}.py" if parts[1] != "__init__" else None
+    if (
+        parts[0] == "checks"
+        and len(parts) == 2
+        and parts[1].startswith("_")
+        and parts[1] != "__init__"
+    ):
+        return ROOT / "tests" / f"test_checks{parts[1]}.py"
     return None
+
+
+def imports(text: str, module: Path) -> bool:
+    """Does test source ``text`` import ``module`` (``a.b.c``, or ``c`` from ``a.b``; a
+    package's ``__main__``: runs ``-m a``)?"""
+    dotted = ".".join(module.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    parent, _, leaf = dotted.rpartition(".")
+    if leaf == "__main__":
+        return f'"-m", "{parent}"' in text
+    by_name = parent and re.search(rf"^\s*from {re.escape(parent)} import .*\b{leaf}\b", text, re.M)
+    return bool(re.search(rf"\b{re.escape(dotted)}\b", text) or by_name)
 
 
 def test_every_module_has_its_test_module():
@@ -519,12 +530,11 @@ def test_every_module_has_its_test_module():
             has_mirror = mirror is not None and mirror.exists()
             if rel in TESTED_ELSEWHERE:
                 where, _ = TESTED_ELSEWHERE[rel]
-                name = module.stem if module.stem != "__init__" else module.parent.name
                 text = (ROOT / where).read_text() if (ROOT / where).exists() else ""
                 if has_mirror:
                     stale.append(f"{rel}: {mirror.relative_to(ROOT)} exists now")
-                elif name.lstrip("_") not in text:
-                    wrong.append(f"{rel}: {where} does not use it")
+                elif not imports(text, module):
+                    wrong.append(f"{rel}: {where} does not import it")
             elif mirror is not None and not has_mirror:
                 missing.append(f"{rel}: no {mirror.relative_to(ROOT)}")
     assert not missing, "modules without a test module:\n" + "\n".join(missing)
