@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.course import COURSE_ID, Course
+from autograder.course import COURSE_ID
 from tests.hostile import ALL_CELLS, CASES, CHAPTER, reference, write
 from tests.wrong import load
 
@@ -21,10 +21,10 @@ WRONG = next(w for w in load() if w.target == "masked_softmax")
 
 
 @pytest.fixture(scope="module")
-def scores(tmp_path_factory):
+def scores(tmp_path_factory, released_copy):
     tmp = tmp_path_factory.mktemp("smoke")
-    course = Course(tmp / "course")
-    course.release([CHAPTER])
+    # the chapter released once per test run (tests/_shared.py), as tests/test_hostile.py has it
+    course = released_copy(tmp / "course", [CHAPTER])
     subs = tmp / "subs"
     subs.mkdir()
     nbformat.write(reference(), subs / "reference.ipynb")

@@ -15,6 +15,10 @@
   that language (``<folder>/<chapter>.ipynb`` on the launch branch); the edit button opens
   the page's catalog, where its translation is edited; the tools' own tooltips are
   translated from ``course.po``.
+- **The Chinese search index in linear time.** Sphinx 7's Chinese search language keeps the
+  Latin words it has seen in a list and looks each new word up in it, which made indexing
+  quadratic: about half of the Chinese build's time. :class:`SearchChinese` keeps them in a
+  set, as Sphinx 8.1 does (sphinx-doc/sphinx#12995); the index it writes is the same.
 """
 
 from __future__ import annotations
@@ -207,8 +211,27 @@ def _toctree_captions(app, doctree):
             node["caption"] = table[caption]
 
 
+def _search_chinese():
+    """Sphinx's Chinese search language with its Latin words in a set (see the docstring)."""
+    from sphinx.search import zh
+
+    class SearchChinese(zh.SearchChinese):
+        def __init__(self, options: dict[str, str]) -> None:
+            self.latin_terms: set[str] = set()  # Sphinx 7: a list shared by the class
+            super().__init__(options)
+
+        def split(self, input: str) -> list[str]:
+            chinese = list(zh.jieba.cut_for_search(input)) if zh.JIEBA else []
+            latin = [term.strip() for term in self.latin1_letters.findall(input)]
+            self.latin_terms.update(latin)
+            return chinese + latin
+
+    return SearchChinese
+
+
 def setup(app):
     app.add_config_value("course_languages", [i18n.SOURCE], "html", types=[list])
+    app.add_search_language(_search_chinese())
     app.connect("doctree-read", _toctree_captions, priority=400)
     app.connect("html-page-context", _page_context, priority=700)  # after editions' (600)
     app.connect("build-finished", _same_tab)
