@@ -1,5 +1,5 @@
 # Attention, Step by Step: the one entry point.
-#   make check    the quick loop while you work (about a minute)
+#   make check    the quick loop while you work (1 to 1½ minutes)
 #   make lock     regenerate the hashed locks after editing the dependencies in pyproject.toml
 #   make test     the whole suite, as CI runs it (installs everything, the browser included)
 #   make book     build the book into _build/html (EDITION=student: the edition without solutions;

@@ -265,9 +265,12 @@ class Course:
 
     def release(self, chapters: list[str] | None = None) -> list[Path]:
         """Generate the student notebooks of ``chapters`` (default: all) with nbgrader."""
+        chapters = chapters or nbs.chapter_names()
+        for chapter in chapters:
+            nbs.notebook_path(chapter)  # an unknown name: CourseError, before anything is written
         self.write_config()
         released = []
-        for chapter in chapters or nbs.chapter_names():
+        for chapter in chapters:
             self.stage_source(chapter)
             self._generate(chapter, self.db_url)
             self.template_gradebook(chapter)

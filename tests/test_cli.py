@@ -104,11 +104,13 @@ def test_a_problem_the_user_can_fix_is_one_message_and_status_1(tmp_path, capsys
     """An unknown chapter, an output folder that cannot be made: the library raises CourseError,
     and the command line alone turns it into its message on stderr (no traceback) and exit
     status 1."""
-    assert cli.main(["release", "no_such_chapter", "--course-dir", str(tmp_path / "c")]) == 1
+    argv = ["release", "masking", "no_such_chapter", "--course-dir", str(tmp_path / "c")]
+    assert cli.main(argv) == 1
     err = capsys.readouterr().err
     assert err.startswith("no chapter named 'no_such_chapter'; the chapters are: "), err
     assert "masking" in err
     assert "Traceback" not in err
+    assert not (tmp_path / "c").exists()  # nothing written, not even for the known chapter
     (tmp_path / "a-file").write_text("")
     output = tmp_path / "a-file" / "grades.csv"  # its folder cannot be made
     argv = ["grade", str(tmp_path), "--course-dir", str(tmp_path / "c"), "--output", str(output)]
