@@ -79,8 +79,13 @@ def _graded_course(course):
         return gb.find_submission_notebook("ch", "ch", "ada").id
 
 
+# A wait is a limit, never a delay: in `make test` the formgrader shares the two cores with the
+# slow tier, and a fresh-clone run once saw the score's save take more than 30 s.
+SAVE_WAIT_S = 180
+
+
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's autoflush
 def test_a_written_answer_graded_in_the_browser_is_in_the_export(tmp_path):
     """The instructor's path: start the formgrader, open it in Chromium, score the written
@@ -120,16 +125,17 @@ def test_a_written_answer_graded_in_the_browser_is_in_the_export(tmp_path):
                 page = context.new_page()
                 page.goto(f"{base}/formgrader/submissions/{submission}/")
                 score = page.locator("input.score#written")
-                score.wait_for(timeout=60_000)
+                score.wait_for(timeout=SAVE_WAIT_S * 1000)
                 score.fill("2.5")
                 score.press("Tab")  # the formgrader saves on change
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline:
+                deadline = time.monotonic() + SAVE_WAIT_S
+                saved = None
+                while saved is None and time.monotonic() < deadline:
                     with Gradebook(course.db_url, course_id=COURSE_ID) as gb:
-                        grade = gb.find_grade("written", "ch", "ch", "ada")
-                        if grade.manual_score is not None:
-                            break
-                    page.wait_for_timeout(250)
+                        saved = gb.find_grade("written", "ch", "ch", "ada").manual_score
+                    if saved is None:
+                        page.wait_for_timeout(250)
+                assert saved == 2.5, f"the formgrader saved {saved} in {SAVE_WAIT_S} s"
             finally:
                 browser.close()
     finally:
