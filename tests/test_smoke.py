@@ -1,4 +1,4 @@
-"""One small grading run for the quick loop (`make check`): does grading still work at all?
+"""One small grading run (`make smoke`): does grading still work at all?
 
 Four submissions of "Masking" in one batch: the reference, the untouched release, one
 known-wrong answer and one notebook that tampers with the checks in its kernel. The full proofs are the

@@ -211,20 +211,20 @@ def _toctree_captions(app, doctree):
             node["caption"] = table[caption]
 
 
+class _LatinTerms(set):
+    """A set that Sphinx 7's ``SearchChinese.split`` can fill: it calls ``extend``."""
+
+    extend = set.update
+
+
 def _search_chinese():
     """Sphinx's Chinese search language with its Latin words in a set (see the docstring)."""
     from sphinx.search import zh
 
     class SearchChinese(zh.SearchChinese):
         def __init__(self, options: dict[str, str]) -> None:
-            self.latin_terms: set[str] = set()  # Sphinx 7: a list shared by the class
+            self.latin_terms = _LatinTerms()  # Sphinx 7: a list shared by the class
             super().__init__(options)
-
-        def split(self, input: str) -> list[str]:
-            chinese = list(zh.jieba.cut_for_search(input)) if zh.JIEBA else []
-            latin = [term.strip() for term in self.latin1_letters.findall(input)]
-            self.latin_terms.update(latin)
-            return chinese + latin
 
     return SearchChinese
 
