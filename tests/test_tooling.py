@@ -85,6 +85,20 @@ def test_reader_edition_shows_stub_then_hidden_solution(tmp_path):
         assert "A model answer" in text and ":class: dropdown" in text
 
 
+def test_the_stage_leaves_out_python_s_and_jupyter_s_caches(tmp_path):
+    """Does staging the book copy no ``__pycache__`` (Python writes one beside
+    book/figures/make_diagrams.py when the figures' tests import it) and no checkpoint?"""
+    import py_compile
+
+    py_compile.compile(str(ROOT / "book" / "figures" / "make_diagrams.py"), doraise=True)
+    assert list((ROOT / "book").rglob("__pycache__/*.pyc"))
+    stage_book(tmp_path)
+    copied = [
+        p for p in tmp_path.rglob("*") if {"__pycache__", ".ipynb_checkpoints"} & set(p.parts)
+    ]
+    assert not copied, copied
+
+
 def test_student_edition_says_whose_outputs_follow_a_stub(tmp_path):
     """Does every stub of an exercise in the student edition say that the outputs after it are
     the reference's? (A question's stub has none: its check shows no output there.)"""

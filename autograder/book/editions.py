@@ -310,8 +310,8 @@ def stage_book(
         if (root / name).is_dir():
             _sync_tree(root / name, dest / name)
     for path in sorted((root / "book").rglob("*")):
-        if not path.is_file() or ".ipynb_checkpoints" in path.parts:
-            continue
+        if not path.is_file() or {".ipynb_checkpoints", "__pycache__"} & set(path.parts):
+            continue  # Jupyter's and Python's caches (book/figures/make_diagrams.py is imported)
         target = dest / path.relative_to(root)
         if path.suffix == ".ipynb":
             nb = nbs.read(path)
