@@ -20,8 +20,8 @@ JB_FLAGS := -W --keep-going
 export PYTHONPATH := $(CURDIR)
 # Python keeps its bytecode (__pycache__/, ignored by git and by every copy the course makes),
 # even where the environment says otherwise: the course's modules and tests are compiled once
-# per clone, not once per process (pytest's workers, the grading workers). `make check` took
-# 80 s instead of 86 s from a fresh clone (2026-11-27). A sandboxed kernel still writes none.
+# per clone, not once per process (pytest's workers, the grading workers). `make check`'s pytest
+# took 80 s instead of 86 s from a fresh clone (2026-11-27). A sandboxed kernel still writes none.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help install lock system book book-edition catalogs book-test test test-slow test-notebooks check unit smoke nbval launch-test lint format export check-export outputs release bench-grading bench-attention clean
